@@ -1,0 +1,46 @@
+# The two commands of the README: `make run` and `make test`. Both set everything up on a
+# fresh machine: a virtual environment, the Python tools, and the project built by maturin.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: install run test lint rust-test py-test bench clean
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.tools: pyproject.toml | $(BIN)/activate
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --group dev
+	touch $@
+
+# Builds the Rust extension in release mode and installs rocketpy into the venv (editable).
+install: $(VENV)/.tools
+	$(BIN)/maturin develop --release --quiet
+
+run: install
+	$(BIN)/rocketpy dev
+
+lint: $(VENV)/.tools
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	$(BIN)/ruff check python tests spark
+	$(BIN)/ruff format --check python tests spark
+	$(BIN)/mypy
+
+rust-test:
+	cargo test --workspace --locked
+
+py-test: install
+	$(BIN)/pytest
+
+test: install lint rust-test py-test
+
+bench:
+	cargo bench --workspace --locked
+
+clean:
+	rm -rf $(VENV) target

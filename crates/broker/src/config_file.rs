@@ -1,0 +1,85 @@
+//! JSON files under `{storePathRootDir}/config/`, written atomically.
+//!
+//! Write: `name.tmp` (synced) -> previous `name` copied to `name.bak` -> rename over `name`.
+//! Read: `name`, falling back to `name.bak` if `name` is missing or does not parse: a crash
+//! in the middle of a write never loses the previous content.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rocketpy_store::StoreError;
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Writes `content` to `path` atomically, keeping the previous version as `.bak`.
+pub fn persist(path: &Path, content: &[u8]) -> Result<(), StoreError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    }
+    let tmp = with_suffix(path, ".tmp");
+    {
+        let mut f = std::fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
+        f.write_all(content).map_err(|e| StoreError::io(&tmp, e))?;
+        f.sync_all().map_err(|e| StoreError::io(&tmp, e))?;
+    }
+    if path.exists() {
+        let bak = with_suffix(path, ".bak");
+        std::fs::copy(path, &bak).map_err(|e| StoreError::io(&bak, e))?;
+    }
+    std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
+    Ok(())
+}
+
+/// Loads and parses `path` (or its `.bak`); `Ok(None)` when neither exists.
+pub fn load<T>(
+    path: &Path,
+    parse: impl Fn(&[u8]) -> Result<T, String>,
+) -> Result<Option<T>, StoreError> {
+    let mut last_error = None;
+    for candidate in [path.to_path_buf(), with_suffix(path, ".bak")] {
+        match std::fs::read(&candidate) {
+            Ok(bytes) if bytes.iter().all(|b| b.is_ascii_whitespace()) => return Ok(None),
+            Ok(bytes) => match parse(&bytes) {
+                Ok(v) => return Ok(Some(v)),
+                Err(e) => {
+                    tracing::warn!(file = %candidate.display(), error = %e, "config file does not parse");
+                    last_error = Some(StoreError::Config {
+                        path: candidate,
+                        reason: e,
+                    });
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(&candidate, e)),
+        }
+    }
+    match last_error {
+        Some(e) => Err(e),
+        None => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn persist_keeps_backup_and_load_falls_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config").join("x.json");
+        let parse =
+            |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).map_err(|e| e.to_string());
+        assert!(load(&path, parse).unwrap().is_none());
+        persist(&path, br#"{"v":1}"#).unwrap();
+        persist(&path, br#"{"v":2}"#).unwrap();
+        assert_eq!(load(&path, parse).unwrap().unwrap()["v"], 2);
+        std::fs::write(&path, b"{broken").unwrap();
+        assert_eq!(load(&path, parse).unwrap().unwrap()["v"], 1);
+        std::fs::write(with_suffix(&path, ".bak"), b"{broken").unwrap();
+        assert!(load(&path, parse).is_err());
+    }
+}

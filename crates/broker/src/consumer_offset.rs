@@ -1,0 +1,139 @@
+//! Committed consumer offsets (`config/consumerOffset.json`):
+//! `{"offsetTable":{"topic@group":{"0":12,"1":5}}}`. RocketMQ's fastjson writes the queue ids
+//! without quotes; both forms are read, standard JSON is written.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+use rocketpy_remoting::protocol::fastjson;
+use rocketpy_store::StoreError;
+use serde::{Deserialize, Serialize};
+
+use crate::config_file;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OffsetFile {
+    #[serde(default)]
+    offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+}
+
+/// Offsets by `topic@group`, then queue id.
+#[derive(Debug)]
+pub struct ConsumerOffsetManager {
+    path: PathBuf,
+    table: RwLock<HashMap<String, HashMap<i32, i64>>>,
+    dirty: AtomicBool,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+impl ConsumerOffsetManager {
+    /// Loads `path` (or starts empty).
+    pub fn load(path: PathBuf) -> Result<Self, StoreError> {
+        let file = config_file::load(&path, |b| {
+            fastjson::from_slice::<OffsetFile>(b).map_err(|e| e.to_string())
+        })?
+        .unwrap_or_default();
+        let table = file
+            .offset_table
+            .into_iter()
+            .map(|(k, v)| (k, v.into_iter().collect()))
+            .collect();
+        Ok(ConsumerOffsetManager {
+            path,
+            table: RwLock::new(table),
+            dirty: AtomicBool::new(false),
+        })
+    }
+
+    /// Records a committed offset.
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let mut t = self.table.write();
+        let entry = t.entry(key(topic, group)).or_default();
+        if entry.insert(queue_id, offset) != Some(offset) {
+            self.dirty.store(true, Ordering::Release);
+        }
+    }
+
+    /// The committed offset, if any.
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        self.table
+            .read()
+            .get(&key(topic, group))
+            .and_then(|q| q.get(&queue_id))
+            .copied()
+    }
+
+    /// Writes the file if anything changed since the last write.
+    pub fn persist(&self) -> Result<(), StoreError> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let file = OffsetFile {
+            offset_table: self
+                .table
+                .read()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.iter().map(|(q, o)| (*q, *o)).collect()))
+                .collect(),
+        };
+        let json = serde_json::to_vec_pretty(&file).map_err(|e| StoreError::Config {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        })?;
+        let result = config_file::persist(&self.path, &json);
+        if result.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    /// Groups with an offset for `topic`.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        self.table
+            .read()
+            .keys()
+            .filter_map(|k| {
+                k.split_once('@')
+                    .filter(|(t, _)| *t == topic)
+                    .map(|(_, g)| g.to_owned())
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_persist_reload_and_java_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("consumerOffset.json");
+        let m = ConsumerOffsetManager::load(path.clone()).unwrap();
+        m.commit("g", "T", 0, 10);
+        m.commit("g", "T", 3, 7);
+        m.persist().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"T@g\""), "{text}");
+        let m = ConsumerOffsetManager::load(path.clone()).unwrap();
+        assert_eq!(m.query("g", "T", 3), Some(7));
+        assert_eq!(m.query("g", "T", 1), None);
+
+        std::fs::write(
+            &path,
+            r#"{"offsetTable":{"TopicTest@please_rename_unique_group_name_4":{0:250,1:249}}}"#,
+        )
+        .unwrap();
+        let m = ConsumerOffsetManager::load(path).unwrap();
+        assert_eq!(
+            m.query("please_rename_unique_group_name_4", "TopicTest", 1),
+            Some(249)
+        );
+    }
+}

@@ -1,0 +1,19 @@
+//! Broker errors.
+
+/// Result alias for the broker.
+pub type Result<T> = std::result::Result<T, BrokerError>;
+
+/// Failures starting or running a broker.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokerError {
+    /// The store failed (I/O, corruption, lock held by another process).
+    #[error(transparent)]
+    Store(#[from] rocketpy_store::StoreError),
+    /// The network layer failed (bind, connect).
+    #[error(transparent)]
+    Remoting(#[from] rocketpy_remoting::RemotingError),
+    /// A configuration value is invalid.
+    #[error("configuration: {0}")]
+    Config(String),
+}

@@ -1,0 +1,215 @@
+//! rocketpy's broker: RocketMQ 4.x request processors over the rocketpy store.
+//!
+//! The send and pull paths run entirely here, on tokio; nothing in this crate knows Python.
+
+pub mod config;
+pub mod config_file;
+pub mod consumer_manager;
+pub mod consumer_offset;
+pub mod error;
+pub mod long_polling;
+pub mod processor;
+pub mod register;
+pub mod subscription;
+pub mod topic_config;
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rocketpy_remoting::{ClientConfig, RemotingClient, RemotingServer, ServerConfig};
+use rocketpy_store::MessageStore;
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+pub use config::{BrokerConfig, BrokerSettings};
+pub use error::{BrokerError, Result};
+
+use consumer_manager::ConsumerManager;
+use consumer_offset::ConsumerOffsetManager;
+use long_polling::PullHoldService;
+use topic_config::TopicConfigManager;
+
+/// State shared by the processors of one broker.
+pub struct BrokerInner {
+    /// Configuration.
+    pub settings: BrokerSettings,
+    /// The message store.
+    pub store: Arc<MessageStore>,
+    /// Topic configurations.
+    pub topics: TopicConfigManager,
+    /// Committed consumer offsets.
+    pub offsets: ConsumerOffsetManager,
+    /// Consumer groups.
+    pub consumers: ConsumerManager,
+    /// Held pulls.
+    pub hold: Arc<PullHoldService>,
+    /// Client for name servers.
+    pub namesrv: RemotingClient,
+    /// `ip:port` advertised to name servers and clients.
+    pub broker_addr: String,
+    /// STOREHOST written into records.
+    pub store_host: SocketAddr,
+    /// Wakes the registration task for an immediate re-registration.
+    pub register_now: Notify,
+}
+
+impl BrokerInner {
+    /// Broker config.
+    pub fn config(&self) -> &BrokerConfig {
+        &self.settings.broker
+    }
+}
+
+/// A running broker.
+pub struct Broker {
+    inner: Arc<BrokerInner>,
+    server: RemotingServer,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// The address to advertise when `brokerIP1` is not set: the bind address if it is specific,
+/// else the host's primary address (the source of a route to a public address; no packet is
+/// sent), else loopback.
+fn advertised_ip(bind: &str) -> IpAddr {
+    if let Ok(ip) = bind.parse::<IpAddr>() {
+        if !ip.is_unspecified() {
+            return ip;
+        }
+    }
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| {
+            s.connect("192.0.2.1:9")?;
+            s.local_addr()
+        })
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::from([127, 0, 0, 1]))
+}
+
+impl Broker {
+    /// Opens the store (recovering it), loads the config files, listens, and registers with
+    /// the name servers. Runs on the current tokio runtime.
+    pub async fn start(settings: BrokerSettings) -> Result<Broker> {
+        settings.validate()?;
+        let store_config = settings.store.clone();
+        let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
+            .await
+            .map_err(|e| BrokerError::Config(format!("store open task failed: {e}")))??;
+        let config_dir = settings.store.store_path_root_dir.join("config");
+        let schedule_queues = store.delay_levels().len() as i32;
+        let topics = TopicConfigManager::load(
+            config_dir.join("topics.json"),
+            &settings.broker,
+            schedule_queues,
+        )?;
+        topics.persist()?;
+        let offsets = ConsumerOffsetManager::load(config_dir.join("consumerOffset.json"))?;
+
+        let broker_cfg = &settings.broker;
+        let bind = format!("{}:{}", broker_cfg.bind_address, broker_cfg.listen_port);
+        let table_slot: Arc<std::sync::OnceLock<Arc<BrokerInner>>> = Arc::default();
+        let server_config = ServerConfig {
+            idle_timeout: Some(Duration::from_secs(
+                broker_cfg.client_channel_max_idle_time_seconds.max(1),
+            )),
+            ..ServerConfig::default()
+        };
+        let server = RemotingServer::bind(
+            &bind,
+            processor::processor_table(table_slot.clone()),
+            server_config,
+        )
+        .await?;
+        let port = server.local_addr().port();
+        let ip = match &broker_cfg.broker_ip1 {
+            Some(ip) => ip.parse::<IpAddr>().map_err(|_| {
+                BrokerError::Config(format!("brokerIP1 {ip:?} is not an IP address"))
+            })?,
+            None => advertised_ip(&broker_cfg.bind_address),
+        };
+        let store_host = SocketAddr::new(ip, port);
+        let hold = Arc::new(PullHoldService::new());
+        store.set_arriving_listener(hold.clone());
+        let inner = Arc::new(BrokerInner {
+            broker_addr: store_host.to_string(),
+            store_host,
+            namesrv: RemotingClient::new(
+                ClientConfig::default(),
+                None,
+                tokio::runtime::Handle::current(),
+            ),
+            settings,
+            store,
+            topics,
+            offsets,
+            consumers: ConsumerManager::new(),
+            hold,
+            register_now: Notify::new(),
+        });
+        let _ = table_slot.set(inner.clone());
+
+        let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(register::registration_loop(inner.clone())));
+        let housekeeping = inner.clone();
+        tasks.push(tokio::spawn(async move {
+            let period = Duration::from_millis(
+                housekeeping
+                    .config()
+                    .flush_consumer_offset_interval
+                    .max(100),
+            );
+            let expiry = Duration::from_millis(housekeeping.config().channel_expired_timeout);
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if let Err(e) = housekeeping.offsets.persist() {
+                    tracing::error!(error = %e, "persisting consumer offsets failed");
+                }
+                for changed in housekeeping.consumers.scan_expired(expiry) {
+                    processor::client::notify_consumer_ids_changed(changed);
+                }
+            }
+        }));
+        tracing::info!(addr = %inner.broker_addr, listen = %server.local_addr(), name = %inner.config().broker_name, "broker started");
+        Ok(Broker {
+            inner,
+            server,
+            tasks,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// The address advertised to name servers.
+    pub fn broker_addr(&self) -> &str {
+        &self.inner.broker_addr
+    }
+
+    /// Shared state (tests and embedding).
+    pub fn inner(&self) -> &Arc<BrokerInner> {
+        &self.inner
+    }
+
+    /// Unregisters from the name servers, stops serving, persists offsets and topics, and
+    /// shuts the store down (flushing it).
+    pub async fn shutdown(&self) -> Result<()> {
+        for task in &self.tasks {
+            task.abort();
+        }
+        register::unregister_all(&self.inner).await;
+        self.server.shutdown().await;
+        self.inner.namesrv.shutdown();
+        self.inner.offsets.persist()?;
+        self.inner.topics.persist()?;
+        let store = self.inner.store.clone();
+        tokio::task::spawn_blocking(move || store.shutdown())
+            .await
+            .map_err(|e| BrokerError::Config(format!("store shutdown task failed: {e}")))??;
+        tracing::info!(addr = %self.inner.broker_addr, "broker stopped");
+        Ok(())
+    }
+}

@@ -1,0 +1,111 @@
+//! HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, and the
+//! NOTIFY_CONSUMER_IDS_CHANGED the broker sends when a group's membership changes.
+
+use std::sync::Arc;
+
+use rocketpy_remoting::code::{request, response};
+use rocketpy_remoting::protocol::{fastjson, perm, ConsumerListBody, HeartbeatData};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
+use rocketpy_store::validate_topic;
+
+use super::ok;
+use crate::consumer_manager::Changed;
+use crate::topic_config::RETRY_GROUP_TOPIC_PREFIX;
+use crate::BrokerInner;
+
+/// Queues of a retry topic (RocketMQ's default `retryQueueNums`).
+pub const RETRY_QUEUE_NUMS: i32 = 1;
+
+/// Tells every remaining member of a group to rebalance (oneway, best effort).
+pub fn notify_consumer_ids_changed((group, conns): Changed) {
+    for conn in conns {
+        let mut req = RemotingCommand::request(request::NOTIFY_CONSUMER_IDS_CHANGED)
+            .with_field("consumerGroup", &group);
+        req.mark_oneway();
+        tokio::spawn(async move {
+            if let Err(e) = conn.send(&req).await {
+                tracing::debug!(peer = %conn.peer(), error = %e, "NOTIFY_CONSUMER_IDS_CHANGED not sent");
+            }
+        });
+    }
+}
+
+/// Registers the client's consumer groups, creating their retry topics.
+pub fn heart_beat(
+    broker: &Arc<BrokerInner>,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let data: HeartbeatData = fastjson::from_slice(&req.body).map_err(|e| {
+        ProcessError::new(
+            response::SYSTEM_ERROR,
+            format!("invalid HeartbeatData body: {e}"),
+        )
+    })?;
+    if data.client_id.is_empty() {
+        return Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            "HeartbeatData.clientID is empty",
+        ));
+    }
+    for consumer in &data.consumer_data_set {
+        let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", consumer.group_name);
+        if validate_topic(&retry).is_err() {
+            return Err(ProcessError::new(
+                response::SYSTEM_ERROR,
+                format!("consumer group name {:?} is invalid: {RETRY_GROUP_TOPIC_PREFIX}+group must be a valid topic", consumer.group_name),
+            ));
+        }
+        match broker
+            .topics
+            .create_system_topic(&retry, RETRY_QUEUE_NUMS, perm::READ_WRITE)
+        {
+            Ok((_, true)) => broker.register_now.notify_one(),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(topic = %retry, error = %e, "retry topic not created"),
+        }
+        if let Some(changed) = broker.consumers.register(&data.client_id, conn, consumer) {
+            tracing::info!(group = %consumer.group_name, client = %data.client_id, "consumer group membership changed");
+            notify_consumer_ids_changed(changed);
+        }
+    }
+    Ok(Reply::Now(Some(ok(req))))
+}
+
+/// Removes a client from its consumer group.
+pub fn unregister_client(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let client_id = req.field("clientID")?;
+    if let Some(group) = req.field_opt("consumerGroup").filter(|g| !g.is_empty()) {
+        if let Some(changed) = broker.consumers.unregister(group, client_id) {
+            tracing::info!(group, client = client_id, "consumer unregistered");
+            notify_consumer_ids_changed(changed);
+        }
+    }
+    Ok(Reply::Now(Some(ok(req))))
+}
+
+/// Lists the client ids of a group.
+pub fn consumer_list_by_group(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let group = req.field("consumerGroup")?;
+    match broker.consumers.consumer_ids(group) {
+        Some(ids) if !ids.is_empty() => {
+            let body = serde_json::to_vec(&ConsumerListBody {
+                consumer_id_list: ids,
+            })
+            .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+            Ok(Reply::Now(Some(ok(req).with_body(body))))
+        }
+        _ => Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            format!("no consumer for this group, {group}"),
+        )),
+    }
+}

@@ -1,0 +1,322 @@
+//! SEND_MESSAGE and SEND_MESSAGE_V2: validate, find or auto-create the topic, store.
+
+use std::sync::Arc;
+
+use rocketpy_remoting::code::{request, response};
+use rocketpy_remoting::protocol::perm;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
+use rocketpy_store::properties::{self, keys};
+use rocketpy_store::{java_hash, validate_topic, MessageToStore, PutStatus, StoreError};
+
+use super::ok;
+use crate::topic_config::AUTO_CREATE_TOPIC_KEY_TOPIC;
+use crate::BrokerInner;
+
+/// `SendMessageRequestHeader`, read from either the V1 names or the V2 one-letter aliases.
+#[derive(Debug, Clone)]
+pub struct SendHeader {
+    pub producer_group: String,
+    pub topic: String,
+    pub default_topic: String,
+    pub default_topic_queue_nums: i32,
+    pub queue_id: i32,
+    pub sys_flag: i32,
+    pub born_timestamp: i64,
+    pub flag: i32,
+    pub properties: String,
+    pub reconsume_times: i32,
+    pub max_reconsume_times: Option<i32>,
+    pub batch: bool,
+}
+
+/// (V1 name, V2 alias) of each header field.
+const FIELDS: [(&str, &str); 13] = [
+    ("producerGroup", "a"),
+    ("topic", "b"),
+    ("defaultTopic", "c"),
+    ("defaultTopicQueueNums", "d"),
+    ("queueId", "e"),
+    ("sysFlag", "f"),
+    ("bornTimestamp", "g"),
+    ("flag", "h"),
+    ("properties", "i"),
+    ("reconsumeTimes", "j"),
+    ("unitMode", "k"),
+    ("maxReconsumeTimes", "l"),
+    ("batch", "m"),
+];
+
+struct Fields<'a> {
+    req: &'a RemotingCommand,
+    v2: bool,
+}
+
+impl Fields<'_> {
+    fn raw(&self, i: usize) -> Option<&str> {
+        let (v1, v2) = FIELDS[i];
+        self.req.field_opt(if self.v2 { v2 } else { v1 })
+    }
+
+    fn name(&self, i: usize) -> String {
+        let (v1, v2) = FIELDS[i];
+        if self.v2 {
+            format!("{v2} ({v1})")
+        } else {
+            v1.to_owned()
+        }
+    }
+
+    fn required(&self, i: usize) -> Result<&str, ProcessError> {
+        self.raw(i).ok_or_else(|| {
+            ProcessError::new(
+                response::SYSTEM_ERROR,
+                format!("missing required header field `{}`", self.name(i)),
+            )
+        })
+    }
+
+    fn parse<T: std::str::FromStr>(&self, i: usize, value: &str) -> Result<T, ProcessError> {
+        value.trim().parse().map_err(|_| {
+            ProcessError::new(
+                response::SYSTEM_ERROR,
+                format!("invalid header field `{}`: {value:?}", self.name(i)),
+            )
+        })
+    }
+
+    fn required_num<T: std::str::FromStr>(&self, i: usize) -> Result<T, ProcessError> {
+        let v = self.required(i)?;
+        self.parse(i, v)
+    }
+
+    fn optional_num<T: std::str::FromStr>(&self, i: usize) -> Result<Option<T>, ProcessError> {
+        self.raw(i).map(|v| self.parse(i, v)).transpose()
+    }
+}
+
+/// Parses the header of a send request.
+pub fn parse_header(req: &RemotingCommand) -> Result<SendHeader, ProcessError> {
+    let f = Fields {
+        req,
+        v2: req.code == request::SEND_MESSAGE_V2
+            || req.code == request::SEND_BATCH_MESSAGE && req.field_opt("b").is_some(),
+    };
+    Ok(SendHeader {
+        producer_group: f.required(0)?.to_owned(),
+        topic: f.required(1)?.to_owned(),
+        default_topic: f.required(2)?.to_owned(),
+        default_topic_queue_nums: f.required_num(3)?,
+        queue_id: f.required_num(4)?,
+        sys_flag: f.required_num(5)?,
+        born_timestamp: f.required_num(6)?,
+        flag: f.required_num(7)?,
+        properties: f.raw(8).unwrap_or_default().to_owned(),
+        reconsume_times: f.optional_num(9)?.unwrap_or(0),
+        max_reconsume_times: f.optional_num(11)?,
+        batch: f.optional_num::<bool>(12)?.unwrap_or(false),
+    })
+}
+
+/// Checks broker permission and the topic, auto-creating it when allowed; returns its write
+/// queue count and the validated queue id.
+pub(crate) fn check_topic(
+    broker: &Arc<BrokerInner>,
+    h: &SendHeader,
+    peer: &str,
+) -> Result<(i32, i32), ProcessError> {
+    let cfg = broker.config();
+    if !perm::is_writeable(cfg.broker_permission) {
+        return Err(ProcessError::new(
+            response::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                cfg.broker_name
+            ),
+        ));
+    }
+    validate_topic(&h.topic)
+        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+    if h.topic == AUTO_CREATE_TOPIC_KEY_TOPIC || h.topic == rocketpy_store::delay::SCHEDULE_TOPIC {
+        return Err(ProcessError::new(
+            response::NO_PERMISSION,
+            format!("Sending message to topic[{}] is forbidden.", h.topic),
+        ));
+    }
+    let created = broker
+        .topics
+        .create_in_send(
+            &h.topic,
+            &h.default_topic,
+            h.default_topic_queue_nums,
+            cfg.auto_create_topic_enable,
+        )
+        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+    let Some((topic_cfg, just_created)) = created else {
+        return Err(ProcessError::new(
+            response::TOPIC_NOT_EXIST,
+            format!(
+                "topic[{}] not exist, apply first please! (from {peer})",
+                h.topic
+            ),
+        ));
+    };
+    if just_created {
+        broker.register_now.notify_one();
+    }
+    if !perm::is_writeable(topic_cfg.perm) {
+        return Err(ProcessError::new(
+            response::NO_PERMISSION,
+            format!("the topic[{}] sending message is forbidden", h.topic),
+        ));
+    }
+    let valid = topic_cfg.write_queue_nums.max(topic_cfg.read_queue_nums);
+    let queue_id = if h.queue_id < 0 {
+        (next_spread() % topic_cfg.write_queue_nums.max(1) as u32) as i32
+    } else {
+        h.queue_id
+    };
+    if queue_id >= valid {
+        return Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            format!("request queueId[{queue_id}] is illegal, topic {} has {valid} queues; producer: {peer}", h.topic),
+        ));
+    }
+    Ok((topic_cfg.write_queue_nums, queue_id))
+}
+
+/// Spreads sends that let the broker choose the queue (queueId < 0) over the write queues.
+fn next_spread() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The properties string as stored: the producer's, without `WAIT` (RocketMQ 4.9 drops it to
+/// save 9 bytes a message) and with `CLUSTER` added. Producer order is kept.
+pub(crate) fn stored_properties(props: &str, cluster: &str) -> String {
+    let mut out = String::with_capacity(props.len() + cluster.len() + 10);
+    let mut has_cluster = false;
+    for item in props.split(properties::PROPERTY_SEPARATOR) {
+        let Some((k, v)) = item.split_once(properties::NAME_VALUE_SEPARATOR) else {
+            continue;
+        };
+        if k == keys::WAIT_STORE_MSG_OK {
+            continue;
+        }
+        has_cluster |= k == keys::CLUSTER;
+        out.push_str(k);
+        out.push(properties::NAME_VALUE_SEPARATOR);
+        out.push_str(v);
+        out.push(properties::PROPERTY_SEPARATOR);
+    }
+    if !has_cluster {
+        out.push_str(&properties::encode([(keys::CLUSTER, cluster)]));
+    }
+    out
+}
+
+/// Maps a store error to the response RocketMQ gives.
+pub(crate) fn store_error(e: StoreError) -> ProcessError {
+    match e {
+        StoreError::MessageTooLarge { .. } | StoreError::InvalidArgument(_) => ProcessError::new(
+            response::MESSAGE_ILLEGAL,
+            format!("the message is illegal: {e}"),
+        ),
+        StoreError::ShutDown => ProcessError::new(
+            response::SERVICE_NOT_AVAILABLE,
+            "service not available now: the store is shut down",
+        ),
+        other => ProcessError::new(response::SYSTEM_ERROR, other.to_string()),
+    }
+}
+
+/// Handles SEND_MESSAGE / SEND_MESSAGE_V2.
+pub fn process(
+    broker: &Arc<BrokerInner>,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let h = parse_header(req)?;
+    let peer = conn.peer().to_string();
+    let (_, queue_id) = check_topic(broker, &h, &peer)?;
+    if req.body.len() > broker.settings.store.max_message_size {
+        return Err(ProcessError::new(
+            response::MESSAGE_ILLEGAL,
+            format!(
+                "the message body size {} exceeds maxMessageSize {}",
+                req.body.len(),
+                broker.settings.store.max_message_size
+            ),
+        ));
+    }
+    let props = stored_properties(&h.properties, &broker.config().broker_cluster_name);
+    let tags_code = java_hash::tags_code(properties::find(&props, keys::TAGS));
+    let msg = MessageToStore {
+        topic: h.topic.clone(),
+        queue_id,
+        flag: h.flag,
+        body: req.body.clone(),
+        properties: props,
+        tags_code,
+        sys_flag: h.sys_flag,
+        born_timestamp: h.born_timestamp,
+        born_host: conn.peer(),
+        store_host: broker.store_host,
+        reconsume_times: h.reconsume_times,
+        prepared_transaction_offset: 0,
+    };
+    let result = broker.store.put_message(msg).map_err(store_error)?;
+    let code = match result.status {
+        PutStatus::PutOk => response::SUCCESS,
+        PutStatus::FlushDiskTimeout => response::FLUSH_DISK_TIMEOUT,
+    };
+    let mut resp = ok(req)
+        .with_field("msgId", &result.append.msg_id)
+        .with_field("queueId", queue_id)
+        .with_field("queueOffset", result.append.logics_offset)
+        .with_field("MSG_REGION", "DefaultRegion")
+        .with_field("TRACE_ON", "true");
+    resp.code = code;
+    Ok(Reply::Now(Some(resp)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_drop_wait_and_add_cluster() {
+        let p = properties::encode([("TAGS", "A"), ("WAIT", "true"), ("KEYS", "k")]);
+        assert_eq!(
+            stored_properties(&p, "C"),
+            properties::encode([("TAGS", "A"), ("KEYS", "k"), ("CLUSTER", "C")])
+        );
+        let with = properties::encode([("CLUSTER", "X")]);
+        assert_eq!(stored_properties(&with, "C"), with);
+    }
+
+    #[test]
+    fn v2_header_and_missing_field_remark() {
+        let req = RemotingCommand::request(request::SEND_MESSAGE_V2)
+            .with_field("a", "pg")
+            .with_field("b", "T")
+            .with_field("c", "TBW102")
+            .with_field("d", "4")
+            .with_field("e", "1")
+            .with_field("f", "0")
+            .with_field("g", "123")
+            .with_field("h", "0")
+            .with_field("j", "2");
+        let h = parse_header(&req).unwrap();
+        assert_eq!(
+            (h.topic.as_str(), h.queue_id, h.reconsume_times),
+            ("T", 1, 2)
+        );
+        let mut missing = req.clone();
+        missing.ext_fields.remove("b");
+        let err = parse_header(&missing).unwrap_err();
+        assert!(err.remark.contains("topic"), "{}", err.remark);
+        let mut bad = req;
+        bad.ext_fields.insert("e".into(), "x".into());
+        assert!(parse_header(&bad).unwrap_err().remark.contains("queueId"));
+    }
+}

@@ -1,0 +1,249 @@
+//! Topic configurations (`config/topics.json`), system topics, and the auto-creation rules.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use parking_lot::RwLock;
+use rocketpy_remoting::protocol::{
+    fastjson, perm, DataVersion, TopicConfig, TopicConfigSerializeWrapper,
+};
+use rocketpy_store::{validate_topic, StoreError};
+
+use crate::config::BrokerConfig;
+use crate::config_file;
+
+/// The template topic producers fall back to when their topic has no route yet.
+pub const AUTO_CREATE_TOPIC_KEY_TOPIC: &str = "TBW102";
+/// RocketMQ's self-test topic.
+pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
+/// Where offset-moved events go.
+pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
+/// Prefix of retry topics.
+pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+/// Prefix of dead-letter topics.
+pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Topics known to the broker.
+#[derive(Debug)]
+pub struct TopicConfigManager {
+    path: PathBuf,
+    table: RwLock<TopicConfigSerializeWrapper>,
+}
+
+impl TopicConfigManager {
+    /// Loads `path` and adds the system topics.
+    pub fn load(
+        path: PathBuf,
+        broker: &BrokerConfig,
+        schedule_queues: i32,
+    ) -> Result<Self, StoreError> {
+        let loaded = config_file::load(&path, |b| {
+            fastjson::from_slice::<TopicConfigSerializeWrapper>(b).map_err(|e| e.to_string())
+        })?
+        .unwrap_or_default();
+        let mut wrapper = loaded;
+        // Entries whose name would be an unsafe directory are dropped, not trusted.
+        wrapper.topic_config_table.retain(|name, cfg| {
+            let ok = validate_topic(name).is_ok() && cfg.topic_name == *name;
+            if !ok {
+                tracing::warn!(topic = %name, "ignoring invalid topic in topics.json");
+            }
+            ok
+        });
+        let mut system = vec![
+            TopicConfig::new(SELF_TEST_TOPIC, 1),
+            TopicConfig::new(OFFSET_MOVED_EVENT, 1),
+            TopicConfig::new(
+                rocketpy_store::delay::SCHEDULE_TOPIC,
+                schedule_queues.max(1),
+            ),
+        ];
+        for name in [&broker.broker_cluster_name, &broker.broker_name] {
+            let mut cfg = TopicConfig::new(name.as_str(), 1);
+            // RocketMQ's clusterTopicEnable / brokerTopicEnable (both on by default).
+            cfg.perm = perm::INHERIT | perm::READ_WRITE;
+            system.push(cfg);
+        }
+        if broker.auto_create_topic_enable {
+            let mut tbw =
+                TopicConfig::new(AUTO_CREATE_TOPIC_KEY_TOPIC, broker.default_topic_queue_nums);
+            tbw.perm = perm::INHERIT | perm::READ_WRITE;
+            system.push(tbw);
+        }
+        for cfg in system {
+            wrapper
+                .topic_config_table
+                .entry(cfg.topic_name.clone())
+                .or_insert(cfg);
+        }
+        if !broker.auto_create_topic_enable {
+            wrapper
+                .topic_config_table
+                .remove(AUTO_CREATE_TOPIC_KEY_TOPIC);
+        }
+        wrapper.data_version.counter += 1;
+        wrapper.data_version.timestamp = now_millis();
+        Ok(TopicConfigManager {
+            path,
+            table: RwLock::new(wrapper),
+        })
+    }
+
+    /// One topic's configuration.
+    pub fn get(&self, topic: &str) -> Option<TopicConfig> {
+        self.table.read().topic_config_table.get(topic).cloned()
+    }
+
+    /// A snapshot of all topics and the data version.
+    pub fn snapshot(&self) -> TopicConfigSerializeWrapper {
+        self.table.read().clone()
+    }
+
+    /// The current data version.
+    pub fn data_version(&self) -> DataVersion {
+        self.table.read().data_version.clone()
+    }
+
+    /// Adds or replaces a topic, bumps the data version and persists.
+    pub fn update(&self, cfg: TopicConfig) -> Result<(), StoreError> {
+        validate_topic(&cfg.topic_name)?;
+        {
+            let mut t = self.table.write();
+            t.topic_config_table.insert(cfg.topic_name.clone(), cfg);
+            t.data_version.counter += 1;
+            t.data_version.timestamp = now_millis();
+        }
+        self.persist()
+    }
+
+    /// RocketMQ's `createTopicInSendMessageMethod`: when `topic` is unknown, creates it from
+    /// the template `default_topic` (if that template may be inherited) with
+    /// `min(client_queue_nums, template queues)` queues. Returns the config and whether it was
+    /// created just now.
+    pub fn create_in_send(
+        &self,
+        topic: &str,
+        default_topic: &str,
+        client_queue_nums: i32,
+        auto_create_enabled: bool,
+    ) -> Result<Option<(TopicConfig, bool)>, StoreError> {
+        if let Some(cfg) = self.get(topic) {
+            return Ok(Some((cfg, false)));
+        }
+        validate_topic(topic)?;
+        let Some(template) = self.get(default_topic) else {
+            return Ok(None);
+        };
+        let mut template_perm = template.perm;
+        if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC && !auto_create_enabled {
+            template_perm = perm::READ_WRITE;
+        }
+        if !perm::is_inherited(template_perm) {
+            tracing::warn!(
+                topic,
+                default_topic,
+                "template topic may not be inherited; topic not created"
+            );
+            return Ok(None);
+        }
+        let queues = client_queue_nums.min(template.write_queue_nums).max(1);
+        let mut cfg = TopicConfig::new(topic, queues);
+        cfg.perm = template_perm & !perm::INHERIT;
+        self.update(cfg.clone())?;
+        tracing::info!(topic, queues, "topic auto-created on send");
+        Ok(Some((cfg, true)))
+    }
+
+    /// Creates a system topic (retry, DLQ) with `queues` queues if it does not exist.
+    pub fn create_system_topic(
+        &self,
+        topic: &str,
+        queues: i32,
+        perm: i32,
+    ) -> Result<(TopicConfig, bool), StoreError> {
+        if let Some(cfg) = self.get(topic) {
+            return Ok((cfg, false));
+        }
+        let mut cfg = TopicConfig::new(topic, queues);
+        cfg.perm = perm;
+        self.update(cfg.clone())?;
+        Ok((cfg, true))
+    }
+
+    /// Writes `topics.json`.
+    pub fn persist(&self) -> Result<(), StoreError> {
+        let json = {
+            let t = self.table.read();
+            serde_json::to_vec_pretty(&*t).map_err(|e| StoreError::Config {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })?
+        };
+        config_file::persist(&self.path, &json)
+    }
+
+    /// Number of topics.
+    pub fn len(&self) -> usize {
+        self.table.read().topic_config_table.len()
+    }
+
+    /// Whether there are no topics.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All configs by name.
+    pub fn all(&self) -> HashMap<String, TopicConfig> {
+        self.table.read().topic_config_table.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_create_from_template() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("topics.json");
+        let broker = BrokerConfig::default();
+        let m = TopicConfigManager::load(path.clone(), &broker, 18).unwrap();
+        assert_eq!(m.get("TBW102").unwrap().perm, 7);
+        let (cfg, created) = m.create_in_send("New", "TBW102", 4, true).unwrap().unwrap();
+        assert!(created);
+        assert_eq!(
+            (cfg.read_queue_nums, cfg.write_queue_nums, cfg.perm),
+            (4, 4, 6)
+        );
+        assert!(m.create_in_send("../x", "TBW102", 4, true).is_err());
+        assert!(m
+            .create_in_send("Other", "NoTemplate", 4, true)
+            .unwrap()
+            .is_none());
+
+        let again = TopicConfigManager::load(path, &broker, 18).unwrap();
+        assert_eq!(again.get("New").unwrap().write_queue_nums, 4);
+    }
+
+    #[test]
+    fn no_auto_create_without_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let broker = BrokerConfig {
+            auto_create_topic_enable: false,
+            ..Default::default()
+        };
+        let m = TopicConfigManager::load(dir.path().join("t.json"), &broker, 18).unwrap();
+        assert!(m.get("TBW102").is_none());
+        assert!(m
+            .create_in_send("New", "TBW102", 4, false)
+            .unwrap()
+            .is_none());
+    }
+}

@@ -1,0 +1,145 @@
+//! Name server request processors.
+
+use std::sync::Arc;
+
+use rocketpy_remoting::code::{request, response};
+use rocketpy_remoting::protocol::{fastjson, RegisterBrokerBody};
+use rocketpy_remoting::{
+    Connection, ProcessError, ProcessResult, ProcessorTable, RemotingCommand, Reply,
+};
+use serde::Serialize;
+
+use crate::route_info::{Registration, RouteInfoManager};
+
+fn ok(req: &RemotingCommand) -> RemotingCommand {
+    RemotingCommand::response_to(req, response::SUCCESS)
+}
+
+fn json_body<T: Serialize>(value: &T) -> Result<Vec<u8>, ProcessError> {
+    serde_json::to_vec(value).map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))
+}
+
+fn register_broker(
+    routes: &RouteInfoManager,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let broker_name = req.field("brokerName")?.to_owned();
+    let broker_addr = req.field("brokerAddr")?.to_owned();
+    let cluster_name = req.field("clusterName")?.to_owned();
+    let ha_server_addr = req.field_opt("haServerAddr").unwrap_or_default().to_owned();
+    let broker_id: i64 = req.parse_field("brokerId")?;
+    let compressed: bool = req.parse_field_or("compressed", false)?;
+    let body_crc: i64 = req.parse_field_or("bodyCrc32", 0)?;
+    if body_crc != 0 {
+        let crc = (crc32fast::hash(&req.body) & 0x7FFF_FFFF) as i64;
+        if crc != body_crc {
+            return Err(ProcessError::new(response::SYSTEM_ERROR, "crc32 not match"));
+        }
+    }
+    if compressed {
+        // RocketMQ's compressed body is only produced with `compressedRegister=true`
+        // (off by default); refuse it clearly instead of guessing.
+        return Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            "compressed REGISTER_BROKER bodies are not supported; set compressedRegister=false",
+        ));
+    }
+    let body: RegisterBrokerBody = if req.body.is_empty() {
+        RegisterBrokerBody::default()
+    } else {
+        fastjson::from_slice(&req.body).map_err(|e| {
+            ProcessError::new(
+                response::SYSTEM_ERROR,
+                format!("invalid RegisterBrokerBody: {e}"),
+            )
+        })?
+    };
+    let wrapper = body.topic_config_serialize_wrapper;
+    let result = routes.register_broker(Registration {
+        cluster_name,
+        broker_addr,
+        broker_name,
+        broker_id,
+        ha_server_addr,
+        data_version: wrapper.data_version,
+        topics: wrapper.topic_config_table.into_values().collect(),
+        connection_id: conn.id(),
+    });
+    let resp = ok(req)
+        .with_field("haServerAddr", result.ha_server_addr)
+        .with_field("masterAddr", result.master_addr)
+        .with_body(br#"{"table":{}}"#.to_vec());
+    Ok(Reply::Now(Some(resp)))
+}
+
+fn unregister_broker(routes: &RouteInfoManager, req: &RemotingCommand) -> ProcessResult {
+    let broker_addr = req.field("brokerAddr")?;
+    req.field("brokerName")?;
+    req.field("clusterName")?;
+    req.parse_field::<i64>("brokerId")?;
+    routes.unregister_broker(broker_addr);
+    Ok(Reply::Now(Some(ok(req))))
+}
+
+fn route_by_topic(routes: &RouteInfoManager, req: &RemotingCommand) -> ProcessResult {
+    let topic = req.field("topic")?;
+    match routes.topic_route(topic) {
+        Some(route) => Ok(Reply::Now(Some(ok(req).with_body(json_body(&route)?)))),
+        None => Err(ProcessError::new(
+            response::TOPIC_NOT_EXIST,
+            format!("No topic route info in name server for the topic: {topic}"),
+        )),
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TopicList {
+    topic_list: Vec<String>,
+}
+
+/// The name server's processors over `routes`.
+pub fn processor_table(routes: Arc<RouteInfoManager>) -> ProcessorTable {
+    let mut table = ProcessorTable::new();
+    let r = routes.clone();
+    table.register(
+        request::REGISTER_BROKER,
+        Arc::new(move |conn: &Arc<Connection>, req: &RemotingCommand| {
+            register_broker(&r, conn, req)
+        }),
+    );
+    let r = routes.clone();
+    table.register(
+        request::UNREGISTER_BROKER,
+        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| unregister_broker(&r, req)),
+    );
+    let r = routes.clone();
+    table.register(
+        request::GET_ROUTEINFO_BY_TOPIC,
+        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| route_by_topic(&r, req)),
+    );
+    let r = routes.clone();
+    table.register(
+        request::GET_BROKER_CLUSTER_INFO,
+        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| {
+            Ok(Reply::Now(Some(
+                ok(req).with_body(json_body(&r.cluster_info())?),
+            )))
+        }),
+    );
+    let r = routes.clone();
+    table.register(
+        request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| {
+            let body = json_body(&TopicList {
+                topic_list: r.topic_list(),
+            })?;
+            Ok(Reply::Now(Some(ok(req).with_body(body))))
+        }),
+    );
+    table.on_close(Arc::new(move |conn: &Arc<Connection>| {
+        routes.on_connection_closed(conn.id())
+    }));
+    table
+}

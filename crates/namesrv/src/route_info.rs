@@ -1,0 +1,333 @@
+//! The route tables (RocketMQ's `RouteInfoManager`): which brokers are alive, which clusters
+//! they form, and which queues each topic has on each broker group.
+//!
+//! Invariants: a broker address is in `live` iff it is in some `BrokerData.broker_addrs`;
+//! a broker name in `brokers` has at least one address; queue data only names known brokers
+//! (removed together when the last address of a broker name goes).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use rocketpy_remoting::protocol::{
+    BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData,
+};
+use serde::Serialize;
+
+/// A registration, as carried by REGISTER_BROKER.
+#[derive(Debug, Clone)]
+pub struct Registration {
+    pub cluster_name: String,
+    pub broker_addr: String,
+    pub broker_name: String,
+    pub broker_id: i64,
+    pub ha_server_addr: String,
+    pub data_version: DataVersion,
+    pub topics: Vec<TopicConfig>,
+    /// Id of the connection the registration came on (closing it unregisters the broker).
+    pub connection_id: u64,
+}
+
+/// What a broker learns back from registering.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegisterResult {
+    /// Master's HA address (for slaves).
+    pub ha_server_addr: String,
+    /// Master's address (for slaves).
+    pub master_addr: String,
+}
+
+#[derive(Debug)]
+struct LiveInfo {
+    last_update: Instant,
+    data_version: DataVersion,
+    connection_id: u64,
+    ha_server_addr: String,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    /// topic -> broker name -> queues.
+    topics: HashMap<String, BTreeMap<String, QueueData>>,
+    /// broker name -> addresses.
+    brokers: BTreeMap<String, BrokerData>,
+    /// cluster -> broker names.
+    clusters: BTreeMap<String, BTreeSet<String>>,
+    /// broker address -> liveness.
+    live: HashMap<String, LiveInfo>,
+}
+
+/// `ClusterInfo`: body of GET_BROKER_CLUSTER_INFO.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterInfo {
+    pub broker_addr_table: BTreeMap<String, BrokerData>,
+    pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The route tables.
+#[derive(Debug, Default)]
+pub struct RouteInfoManager {
+    tables: RwLock<Tables>,
+}
+
+impl RouteInfoManager {
+    /// Empty tables.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a broker and, for masters, its topics (replacing what it reported before).
+    pub fn register_broker(&self, reg: Registration) -> RegisterResult {
+        let mut t = self.tables.write();
+        t.clusters
+            .entry(reg.cluster_name.clone())
+            .or_default()
+            .insert(reg.broker_name.clone());
+        let data = t
+            .brokers
+            .entry(reg.broker_name.clone())
+            .or_insert_with(|| BrokerData {
+                cluster: reg.cluster_name.clone(),
+                broker_name: reg.broker_name.clone(),
+                broker_addrs: HashMap::new(),
+            });
+        // The same address under another id means the broker changed role (slave -> master).
+        data.broker_addrs
+            .retain(|id, addr| !(*addr == reg.broker_addr && *id != reg.broker_id));
+        let first = data
+            .broker_addrs
+            .insert(reg.broker_id, reg.broker_addr.clone())
+            .is_none();
+        let changed = t
+            .live
+            .get(&reg.broker_addr)
+            .map(|l| l.data_version != reg.data_version)
+            .unwrap_or(true);
+        if reg.broker_id == 0 && (first || changed) {
+            let names: BTreeSet<&str> = reg.topics.iter().map(|c| c.topic_name.as_str()).collect();
+            for (topic, per_broker) in t.topics.iter_mut() {
+                if !names.contains(topic.as_str()) {
+                    per_broker.remove(&reg.broker_name);
+                }
+            }
+            t.topics.retain(|_, per_broker| !per_broker.is_empty());
+            for cfg in &reg.topics {
+                t.topics.entry(cfg.topic_name.clone()).or_default().insert(
+                    reg.broker_name.clone(),
+                    QueueData {
+                        broker_name: reg.broker_name.clone(),
+                        read_queue_nums: cfg.read_queue_nums,
+                        write_queue_nums: cfg.write_queue_nums,
+                        perm: cfg.perm,
+                        topic_sys_flag: cfg.topic_sys_flag,
+                    },
+                );
+            }
+        }
+        if first {
+            tracing::info!(broker = %reg.broker_name, addr = %reg.broker_addr, id = reg.broker_id, cluster = %reg.cluster_name, "broker registered");
+        }
+        t.live.insert(
+            reg.broker_addr.clone(),
+            LiveInfo {
+                last_update: Instant::now(),
+                data_version: reg.data_version,
+                connection_id: reg.connection_id,
+                ha_server_addr: reg.ha_server_addr,
+            },
+        );
+        let mut result = RegisterResult::default();
+        if reg.broker_id != 0 {
+            if let Some(master) = t
+                .brokers
+                .get(&reg.broker_name)
+                .and_then(|b| b.master_addr())
+            {
+                result.master_addr = master.to_owned();
+                if let Some(live) = t.live.get(master) {
+                    result.ha_server_addr = live.ha_server_addr.clone();
+                }
+            }
+        }
+        result
+    }
+
+    /// Removes one broker address (UNREGISTER_BROKER, a closed channel, or expiry).
+    pub fn unregister_broker(&self, broker_addr: &str) {
+        let mut t = self.tables.write();
+        Self::remove_addr(&mut t, broker_addr);
+    }
+
+    fn remove_addr(t: &mut Tables, broker_addr: &str) {
+        t.live.remove(broker_addr);
+        let mut emptied = Vec::new();
+        for (name, data) in t.brokers.iter_mut() {
+            let before = data.broker_addrs.len();
+            data.broker_addrs.retain(|_, addr| addr != broker_addr);
+            if data.broker_addrs.len() != before {
+                tracing::info!(broker = %name, addr = broker_addr, "broker address removed");
+            }
+            if data.broker_addrs.is_empty() {
+                emptied.push((name.clone(), data.cluster.clone()));
+            }
+        }
+        for (name, cluster) in emptied {
+            t.brokers.remove(&name);
+            if let Some(names) = t.clusters.get_mut(&cluster) {
+                names.remove(&name);
+                if names.is_empty() {
+                    t.clusters.remove(&cluster);
+                }
+            }
+            for per_broker in t.topics.values_mut() {
+                per_broker.remove(&name);
+            }
+            t.topics.retain(|_, per_broker| !per_broker.is_empty());
+        }
+    }
+
+    /// Removes the broker registered over connection `connection_id`, if any.
+    pub fn on_connection_closed(&self, connection_id: u64) {
+        let mut t = self.tables.write();
+        let addrs: Vec<String> = t
+            .live
+            .iter()
+            .filter(|(_, l)| l.connection_id == connection_id)
+            .map(|(a, _)| a.clone())
+            .collect();
+        for addr in addrs {
+            tracing::info!(addr = %addr, "broker connection closed; removing it");
+            Self::remove_addr(&mut t, &addr);
+        }
+    }
+
+    /// Removes brokers silent for longer than `expiry`; returns their addresses.
+    pub fn scan_not_active(&self, expiry: Duration) -> Vec<String> {
+        let mut t = self.tables.write();
+        let dead: Vec<String> = t
+            .live
+            .iter()
+            .filter(|(_, l)| l.last_update.elapsed() > expiry)
+            .map(|(a, _)| a.clone())
+            .collect();
+        for addr in &dead {
+            tracing::warn!(addr = %addr, ?expiry, "broker expired: no registration within the expiry");
+            Self::remove_addr(&mut t, addr);
+        }
+        dead
+    }
+
+    /// The route of `topic`, if any live broker has it.
+    pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
+        let t = self.tables.read();
+        let per_broker = t.topics.get(topic)?;
+        let queue_datas: Vec<QueueData> = per_broker.values().cloned().collect();
+        let broker_datas: Vec<BrokerData> = per_broker
+            .keys()
+            .filter_map(|name| t.brokers.get(name).cloned())
+            .collect();
+        if queue_datas.is_empty() || broker_datas.is_empty() {
+            return None;
+        }
+        Some(TopicRouteData {
+            order_topic_conf: None,
+            queue_datas,
+            broker_datas,
+            filter_server_table: HashMap::new(),
+        })
+    }
+
+    /// Clusters and brokers.
+    pub fn cluster_info(&self) -> ClusterInfo {
+        let t = self.tables.read();
+        ClusterInfo {
+            broker_addr_table: t.brokers.clone(),
+            cluster_addr_table: t.clusters.clone(),
+        }
+    }
+
+    /// Every topic known.
+    pub fn topic_list(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self.tables.read().topics.keys().cloned().collect();
+        topics.sort();
+        topics
+    }
+
+    /// Addresses of live brokers.
+    pub fn live_brokers(&self) -> Vec<String> {
+        let mut addrs: Vec<String> = self.tables.read().live.keys().cloned().collect();
+        addrs.sort();
+        addrs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reg(
+        name: &str,
+        addr: &str,
+        id: i64,
+        topics: &[&str],
+        conn: u64,
+        counter: i64,
+    ) -> Registration {
+        Registration {
+            cluster_name: "C".into(),
+            broker_addr: addr.into(),
+            broker_name: name.into(),
+            broker_id: id,
+            ha_server_addr: format!("{addr}-ha"),
+            data_version: DataVersion {
+                timestamp: 1,
+                counter,
+            },
+            topics: topics.iter().map(|t| TopicConfig::new(*t, 4)).collect(),
+            connection_id: conn,
+        }
+    }
+
+    #[test]
+    fn register_route_and_remove() {
+        let m = RouteInfoManager::new();
+        m.register_broker(reg("a", "h1:1", 0, &["T1", "T2"], 1, 1));
+        m.register_broker(reg("b", "h2:1", 0, &["T1"], 2, 1));
+        let slave = m.register_broker(reg("a", "h3:1", 1, &[], 3, 1));
+        assert_eq!(slave.master_addr, "h1:1");
+        assert_eq!(slave.ha_server_addr, "h1:1-ha");
+
+        let route = m.topic_route("T1").unwrap();
+        assert_eq!(route.queue_datas.len(), 2);
+        assert_eq!(route.broker_datas.len(), 2);
+        assert!(m.topic_route("nope").is_none());
+        assert_eq!(m.topic_list(), vec!["T1", "T2"]);
+
+        // A master re-registering without T2 drops it.
+        m.register_broker(reg("a", "h1:1", 0, &["T1"], 1, 2));
+        assert!(m.topic_route("T2").is_none());
+
+        m.on_connection_closed(2);
+        assert_eq!(m.topic_route("T1").unwrap().broker_datas.len(), 1);
+        m.unregister_broker("h1:1");
+        // Broker "a" still has its slave, so its queues stay.
+        assert!(m.topic_route("T1").is_some());
+        m.unregister_broker("h3:1");
+        assert!(m.topic_route("T1").is_none());
+        assert!(m.cluster_info().cluster_addr_table.is_empty());
+    }
+
+    #[test]
+    fn expiry() {
+        let m = RouteInfoManager::new();
+        m.register_broker(reg("a", "h1:1", 0, &["T"], 1, 1));
+        assert!(m.scan_not_active(Duration::from_secs(60)).is_empty());
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            m.scan_not_active(Duration::from_millis(5)),
+            vec!["h1:1".to_string()]
+        );
+        assert!(m.topic_route("T").is_none());
+    }
+}

@@ -1,0 +1,238 @@
+//! `RemotingClient` for Python: request/response over the native transport, GIL released
+//! while waiting.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use rocketpy_remoting::{
+    ClientConfig, Connection, RemotingClient as NativeClient, RemotingCommand, Reply,
+    RequestHandler, SerializeType,
+};
+
+use crate::callbacks;
+use crate::errors;
+use crate::runtime::{runtime, wait};
+
+/// A response (or a request received from a server).
+#[pyclass(module = "rocketpy._native", frozen)]
+pub struct RemotingResponse {
+    #[pyo3(get)]
+    code: i32,
+    #[pyo3(get)]
+    remark: Option<String>,
+    #[pyo3(get)]
+    opaque: i32,
+    #[pyo3(get)]
+    flag: i32,
+    fields: HashMap<String, String>,
+    body: Bytes,
+}
+
+impl From<RemotingCommand> for RemotingResponse {
+    fn from(cmd: RemotingCommand) -> Self {
+        RemotingResponse {
+            code: cmd.code,
+            remark: cmd.remark,
+            opaque: cmd.opaque,
+            flag: cmd.flag,
+            fields: cmd.ext_fields,
+            body: cmd.body,
+        }
+    }
+}
+
+#[pymethods]
+impl RemotingResponse {
+    /// Header fields as a new dict.
+    #[getter]
+    fn ext_fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in &self.fields {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    /// The body.
+    #[getter]
+    fn body<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.body)
+    }
+
+    /// One header field, or `default`.
+    #[pyo3(signature = (name, default=None))]
+    fn field(&self, name: &str, default: Option<String>) -> Option<String> {
+        self.fields.get(name).cloned().or(default)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RemotingResponse(code={}, remark={:?}, fields={}, body={} bytes)",
+            self.code,
+            self.remark,
+            self.fields.len(),
+            self.body.len()
+        )
+    }
+}
+
+/// Hands server-initiated requests (NOTIFY_CONSUMER_IDS_CHANGED, ...) to a Python callable
+/// `handler(code, ext_fields, body)` on the callback thread. Requests that expect an answer
+/// are answered REQUEST_CODE_NOT_SUPPORTED: the Python client only takes notifications.
+struct PyRequestHandler {
+    handler: Arc<Py<PyAny>>,
+}
+
+impl RequestHandler for PyRequestHandler {
+    fn handle(&self, _conn: &Arc<Connection>, request: RemotingCommand) -> Reply {
+        let answer = (!request.is_oneway()).then(|| {
+            RemotingCommand::response_to(
+                &request,
+                rocketpy_remoting::code::response::REQUEST_CODE_NOT_SUPPORTED,
+            )
+            .with_remark(format!(
+                " request type {} not supported by rocketpy's client",
+                request.code
+            ))
+        });
+        // An Arc clone: the I/O thread never takes the GIL.
+        let handler = self.handler.clone();
+        callbacks::submit(move |py| {
+            let fields: HashMap<String, String> = request.ext_fields;
+            let body = PyBytes::new(py, &request.body);
+            callbacks::call_reporting(py, &handler, (request.code, fields, body));
+        });
+        Reply::Now(answer)
+    }
+}
+
+fn build(
+    code: i32,
+    ext_fields: Option<HashMap<String, String>>,
+    body: Option<&[u8]>,
+    binary: bool,
+) -> RemotingCommand {
+    let mut cmd = RemotingCommand::request(code);
+    if let Some(f) = ext_fields {
+        cmd.ext_fields = f;
+    }
+    if let Some(b) = body {
+        cmd.body = Bytes::copy_from_slice(b);
+    }
+    if binary {
+        cmd.serialize_type = SerializeType::RocketMq;
+    }
+    cmd
+}
+
+/// A connection-pooling client of the RocketMQ remoting protocol.
+#[pyclass(module = "rocketpy._native", frozen)]
+pub struct RemotingClient {
+    inner: NativeClient,
+}
+
+#[pymethods]
+impl RemotingClient {
+    #[new]
+    #[pyo3(signature = (request_handler=None, connect_timeout_ms=3000))]
+    fn new(request_handler: Option<Py<PyAny>>, connect_timeout_ms: u64) -> Self {
+        let handler = request_handler.map(|h| {
+            Arc::new(PyRequestHandler {
+                handler: Arc::new(h),
+            }) as Arc<dyn RequestHandler>
+        });
+        let config = ClientConfig {
+            connect_timeout: Duration::from_millis(connect_timeout_ms),
+        };
+        RemotingClient {
+            inner: NativeClient::new(config, handler, runtime().handle().clone()),
+        }
+    }
+
+    /// Sends a request and waits for its response.
+    #[pyo3(signature = (addr, code, ext_fields=None, body=None, timeout_ms=3000, binary=false))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python signature
+    fn invoke(
+        &self,
+        py: Python<'_>,
+        addr: &str,
+        code: i32,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<&[u8]>,
+        timeout_ms: u64,
+        binary: bool,
+    ) -> PyResult<RemotingResponse> {
+        let cmd = build(code, ext_fields, body, binary);
+        let client = self.inner.clone();
+        let fut = async move {
+            client
+                .invoke(addr, cmd, Duration::from_millis(timeout_ms))
+                .await
+        };
+        wait(py, fut)?.map(Into::into).map_err(errors::remoting)
+    }
+
+    /// Sends a request marked oneway.
+    #[pyo3(signature = (addr, code, ext_fields=None, body=None, binary=false))]
+    fn invoke_oneway(
+        &self,
+        py: Python<'_>,
+        addr: &str,
+        code: i32,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<&[u8]>,
+        binary: bool,
+    ) -> PyResult<()> {
+        let cmd = build(code, ext_fields, body, binary);
+        let client = self.inner.clone();
+        wait(py, async move { client.invoke_oneway(addr, cmd).await })?.map_err(errors::remoting)
+    }
+
+    /// Sends a request and returns at once; `callback(response, error)` runs later on the
+    /// callback thread with exactly one of the two set.
+    #[pyo3(signature = (addr, code, ext_fields, body, timeout_ms, callback, binary=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn invoke_async(
+        &self,
+        addr: &str,
+        code: i32,
+        ext_fields: Option<HashMap<String, String>>,
+        body: Option<&[u8]>,
+        timeout_ms: u64,
+        callback: Py<PyAny>,
+        binary: bool,
+    ) {
+        let cmd = build(code, ext_fields, body, binary);
+        self.inner.invoke_async(
+            addr,
+            cmd,
+            Duration::from_millis(timeout_ms),
+            move |result| {
+                callbacks::submit(move |py| {
+                    let args = match result {
+                        Ok(resp) => match Py::new(py, RemotingResponse::from(resp)) {
+                            Ok(r) => (r.into_any(), py.None()),
+                            Err(e) => (py.None(), e.into_value(py).into_any()),
+                        },
+                        Err(e) => (py.None(), errors::remoting(e).into_value(py).into_any()),
+                    };
+                    callbacks::call_reporting(py, &callback, args);
+                });
+            },
+        );
+    }
+
+    /// Closes the connection to `addr` (the next request reconnects).
+    fn close_connection(&self, addr: &str) {
+        self.inner.close_connection(addr);
+    }
+
+    /// Closes every connection.
+    fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+}

@@ -1,0 +1,112 @@
+//! The exception tree. Python code catches `RocketpyError` or a more precise subclass; Rust
+//! errors map onto the closest class and never become a bare `RuntimeError`.
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use rocketpy_broker::BrokerError as NativeBrokerError;
+use rocketpy_remoting::RemotingError as NativeRemotingError;
+use rocketpy_store::StoreError as NativeStoreError;
+
+create_exception!(
+    _native,
+    RocketpyError,
+    PyException,
+    "Base class of every rocketpy error."
+);
+create_exception!(
+    _native,
+    RemotingError,
+    RocketpyError,
+    "Network or protocol failure."
+);
+create_exception!(
+    _native,
+    RemotingTimeoutError,
+    RemotingError,
+    "No response within the timeout."
+);
+create_exception!(
+    _native,
+    RemotingConnectError,
+    RemotingError,
+    "Could not connect, or the connection closed."
+);
+create_exception!(_native, StoreError, RocketpyError, "Message store failure.");
+create_exception!(
+    _native,
+    StoreLockedError,
+    StoreError,
+    "Another process has the store open."
+);
+create_exception!(
+    _native,
+    CorruptDataError,
+    StoreError,
+    "Stored or received bytes do not match the format."
+);
+create_exception!(
+    _native,
+    ConfigError,
+    RocketpyError,
+    "Invalid configuration."
+);
+
+/// Maps a remoting error onto the exception tree.
+pub fn remoting(e: NativeRemotingError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        NativeRemotingError::Timeout { .. } => RemotingTimeoutError::new_err(msg),
+        NativeRemotingError::Connect { .. } | NativeRemotingError::ConnectionClosed(_) => {
+            RemotingConnectError::new_err(msg)
+        }
+        NativeRemotingError::Malformed(_) | NativeRemotingError::FrameTooLarge(_) => {
+            CorruptDataError::new_err(msg)
+        }
+        _ => RemotingError::new_err(msg),
+    }
+}
+
+/// Maps a store error onto the exception tree.
+pub fn store(e: NativeStoreError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        NativeStoreError::Locked(_) => StoreLockedError::new_err(msg),
+        NativeStoreError::Corrupt { .. } => CorruptDataError::new_err(msg),
+        NativeStoreError::InvalidArgument(_) | NativeStoreError::MessageTooLarge { .. } => {
+            pyo3::exceptions::PyValueError::new_err(msg)
+        }
+        NativeStoreError::Config { .. } => ConfigError::new_err(msg),
+        _ => StoreError::new_err(msg),
+    }
+}
+
+/// Maps a broker error onto the exception tree.
+pub fn broker(e: NativeBrokerError) -> PyErr {
+    match e {
+        NativeBrokerError::Store(e) => store(e),
+        NativeBrokerError::Remoting(e) => remoting(e),
+        NativeBrokerError::Config(msg) => ConfigError::new_err(msg),
+        other => RocketpyError::new_err(other.to_string()),
+    }
+}
+
+/// Adds the classes to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("RocketpyError", py.get_type::<RocketpyError>())?;
+    m.add("RemotingError", py.get_type::<RemotingError>())?;
+    m.add(
+        "RemotingTimeoutError",
+        py.get_type::<RemotingTimeoutError>(),
+    )?;
+    m.add(
+        "RemotingConnectError",
+        py.get_type::<RemotingConnectError>(),
+    )?;
+    m.add("StoreError", py.get_type::<StoreError>())?;
+    m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
+    m.add("CorruptDataError", py.get_type::<CorruptDataError>())?;
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    Ok(())
+}

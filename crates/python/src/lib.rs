@@ -1,0 +1,32 @@
+//! `rocketpy._native`: the thin PyO3 layer over the Rust crates. Public Python API lives in
+//! `python/rocketpy/`; everything here is small and internal.
+
+mod callbacks;
+mod client;
+mod errors;
+mod json;
+mod logging;
+mod message;
+mod runtime;
+mod server;
+
+use pyo3::prelude::*;
+
+/// The native module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<client::RemotingClient>()?;
+    m.add_class::<client::RemotingResponse>()?;
+    m.add_class::<message::MessageExt>()?;
+    m.add_class::<server::NameServer>()?;
+    m.add_class::<server::Broker>()?;
+    m.add_function(wrap_pyfunction!(message::decode_messages, m)?)?;
+    m.add_function(wrap_pyfunction!(message::encode_properties, m)?)?;
+    m.add_function(wrap_pyfunction!(message::decode_properties, m)?)?;
+    m.add_function(wrap_pyfunction!(message::java_string_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(logging::init_logging, m)?)?;
+    m.add_function(wrap_pyfunction!(json::fastjson_to_json, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! `MessageExt`: a message decoded from CommitLog records (a PULL_MESSAGE body).
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use rocketpy_store::properties::{self, keys};
+use rocketpy_store::record::{self, sys_flag, RecordView};
+
+use crate::errors::CorruptDataError;
+
+/// A received message: every field of its stored record, properties parsed.
+#[pyclass(module = "rocketpy._native", frozen)]
+pub struct MessageExt {
+    #[pyo3(get)]
+    topic: String,
+    #[pyo3(get)]
+    flag: i32,
+    #[pyo3(get)]
+    body: Py<PyBytes>,
+    props: Vec<(String, String)>,
+    #[pyo3(get)]
+    queue_id: i32,
+    #[pyo3(get)]
+    queue_offset: i64,
+    #[pyo3(get)]
+    commit_log_offset: i64,
+    #[pyo3(get)]
+    sys_flag: i32,
+    #[pyo3(get)]
+    born_timestamp: i64,
+    #[pyo3(get)]
+    born_host: String,
+    #[pyo3(get)]
+    store_timestamp: i64,
+    #[pyo3(get)]
+    store_host: String,
+    #[pyo3(get)]
+    reconsume_times: i32,
+    #[pyo3(get)]
+    prepared_transaction_offset: i64,
+    #[pyo3(get)]
+    store_size: i32,
+    #[pyo3(get)]
+    body_crc: i32,
+    #[pyo3(get)]
+    offset_msg_id: String,
+    #[pyo3(get)]
+    broker_name: Option<String>,
+}
+
+/// Largest body a compressed message may inflate to (a zip bomb must not exhaust memory).
+const MAX_INFLATED: u64 = 64 * 1024 * 1024;
+
+fn inflate(body: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(body.len() * 4);
+    flate2::read::ZlibDecoder::new(body)
+        .take(MAX_INFLATED + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("compressed body does not inflate: {e}"))?;
+    if out.len() as u64 > MAX_INFLATED {
+        return Err(format!(
+            "compressed body inflates past {MAX_INFLATED} bytes"
+        ));
+    }
+    Ok(out)
+}
+
+impl MessageExt {
+    fn from_view(py: Python<'_>, v: &RecordView<'_>, broker_name: Option<&str>) -> PyResult<Self> {
+        let body = if v.sys_flag & sys_flag::COMPRESSED != 0 {
+            PyBytes::new(py, &inflate(v.body).map_err(CorruptDataError::new_err)?)
+        } else {
+            PyBytes::new(py, v.body)
+        };
+        let props = v
+            .properties
+            .split(properties::PROPERTY_SEPARATOR)
+            .filter_map(|item| item.split_once(properties::NAME_VALUE_SEPARATOR))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        Ok(MessageExt {
+            topic: v.topic.to_owned(),
+            flag: v.flag,
+            body: body.unbind(),
+            props,
+            queue_id: v.queue_id,
+            queue_offset: v.queue_offset,
+            commit_log_offset: v.physical_offset,
+            sys_flag: v.sys_flag,
+            born_timestamp: v.born_timestamp,
+            born_host: v.born_host.to_string(),
+            store_timestamp: v.store_timestamp,
+            store_host: v.store_host.to_string(),
+            reconsume_times: v.reconsume_times,
+            prepared_transaction_offset: v.prepared_transaction_offset,
+            store_size: v.total_size,
+            body_crc: v.body_crc,
+            offset_msg_id: record::offset_msg_id(&v.store_host, v.physical_offset),
+            broker_name: broker_name.map(str::to_owned),
+        })
+    }
+
+    fn prop(&self, name: &str) -> Option<&str> {
+        self.props
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[pymethods]
+impl MessageExt {
+    /// The TAGS property.
+    #[getter]
+    fn tags(&self) -> Option<&str> {
+        self.prop(keys::TAGS)
+    }
+
+    /// The KEYS property (space-separated keys).
+    #[getter]
+    fn keys(&self) -> Option<&str> {
+        self.prop(keys::KEYS)
+    }
+
+    /// The message id: the producer's UNIQ_KEY when set, else the offset message id.
+    #[getter]
+    fn msg_id(&self) -> &str {
+        self.prop(keys::UNIQ_KEY).unwrap_or(&self.offset_msg_id)
+    }
+
+    /// All properties as a new dict.
+    #[getter]
+    fn properties<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (k, v) in &self.props {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    /// One property, or `default`.
+    #[pyo3(signature = (name, default=None))]
+    fn get_property(&self, name: &str, default: Option<String>) -> Option<String> {
+        self.prop(name).map(str::to_owned).or(default)
+    }
+
+    /// A copy with another topic and reconsume count (retry messages are handed to listeners
+    /// under their original topic).
+    #[pyo3(signature = (topic=None, reconsume_times=None))]
+    fn replace(&self, py: Python<'_>, topic: Option<String>, reconsume_times: Option<i32>) -> Self {
+        MessageExt {
+            topic: topic.unwrap_or_else(|| self.topic.clone()),
+            reconsume_times: reconsume_times.unwrap_or(self.reconsume_times),
+            body: self.body.clone_ref(py),
+            props: self.props.clone(),
+            offset_msg_id: self.offset_msg_id.clone(),
+            born_host: self.born_host.clone(),
+            store_host: self.store_host.clone(),
+            broker_name: self.broker_name.clone(),
+            ..*self
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "MessageExt(topic={:?}, queue_id={}, queue_offset={}, msg_id={:?}, tags={:?}, body={} bytes)",
+            self.topic,
+            self.queue_id,
+            self.queue_offset,
+            self.msg_id(),
+            self.tags(),
+            self.body.bind(py).as_bytes().len()
+        )
+    }
+}
+
+/// Decodes concatenated CommitLog records (a PULL_MESSAGE body) into messages.
+#[pyfunction]
+#[pyo3(signature = (data, broker_name=None))]
+pub fn decode_messages(
+    py: Python<'_>,
+    data: &[u8],
+    broker_name: Option<&str>,
+) -> PyResult<Vec<MessageExt>> {
+    let views = record::decode_all(data).map_err(|e| CorruptDataError::new_err(e.to_string()))?;
+    views
+        .iter()
+        .map(|v| MessageExt::from_view(py, v, broker_name))
+        .collect()
+}
+
+/// Properties string (`k\x01v\x02...`) from a dict, in the dict's order.
+#[pyfunction]
+pub fn encode_properties(props: Vec<(String, String)>) -> String {
+    properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+/// Dict from a properties string.
+#[pyfunction]
+pub fn decode_properties(text: &str) -> HashMap<String, String> {
+    properties::decode(text)
+}
+
+/// Java's `String.hashCode()` (tags codes, index keys).
+#[pyfunction]
+pub fn java_string_hash(s: &str) -> i32 {
+    rocketpy_store::java_hash::java_string_hash(s)
+}

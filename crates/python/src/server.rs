@@ -1,0 +1,161 @@
+//! Name server and broker handles: Python starts and stops them; they serve from Rust.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use rocketpy_broker::{Broker as NativeBroker, BrokerSettings};
+use rocketpy_namesrv::{NameServer as NativeNameServer, NamesrvConfig};
+
+use crate::errors;
+use crate::runtime::{runtime, wait};
+
+/// A running name server.
+#[pyclass(module = "rocketpy._native", frozen)]
+pub struct NameServer {
+    inner: Arc<NativeNameServer>,
+}
+
+#[pymethods]
+impl NameServer {
+    /// Starts a name server on `host:port` (port 0 picks a free port).
+    #[staticmethod]
+    #[pyo3(signature = (host="0.0.0.0", port=9876, scan_interval_ms=10_000, broker_expiry_ms=120_000))]
+    fn start(
+        py: Python<'_>,
+        host: &str,
+        port: u16,
+        scan_interval_ms: u64,
+        broker_expiry_ms: u64,
+    ) -> PyResult<Self> {
+        let config = NamesrvConfig {
+            listen_addr: format!("{host}:{port}"),
+            scan_not_active_broker_interval: Duration::from_millis(scan_interval_ms.max(10)),
+            broker_channel_expired_time: Duration::from_millis(broker_expiry_ms),
+        };
+        let rt = runtime();
+        let server = wait(py, async move {
+            rt.spawn(NativeNameServer::start(config)).await
+        })?
+        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?
+        .map_err(errors::remoting)?;
+        Ok(NameServer {
+            inner: Arc::new(server),
+        })
+    }
+
+    /// `host:port` it listens on.
+    #[getter]
+    fn address(&self) -> String {
+        self.inner.local_addr().to_string()
+    }
+
+    /// The port it listens on.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.inner.local_addr().port()
+    }
+
+    /// Addresses of the brokers currently registered.
+    fn live_brokers(&self) -> Vec<String> {
+        self.inner.routes().live_brokers()
+    }
+
+    /// Stops serving.
+    fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = self.inner.clone();
+        let rt = runtime();
+        wait(py, async move {
+            rt.spawn(async move { inner.shutdown().await }).await
+        })?
+        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))
+    }
+}
+
+/// A running broker.
+#[pyclass(module = "rocketpy._native", frozen)]
+pub struct Broker {
+    inner: Arc<NativeBroker>,
+    store_path: PathBuf,
+}
+
+fn default_store_root() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join("store")
+}
+
+#[pymethods]
+impl Broker {
+    /// Starts a broker. `config_text` is a broker.conf (Java properties, RocketMQ key names);
+    /// `overrides` (same keys) win over it. The store opens (and recovers) before this returns.
+    #[staticmethod]
+    #[pyo3(signature = (config_text=None, overrides=None))]
+    fn start(
+        py: Python<'_>,
+        config_text: Option<&str>,
+        overrides: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        let mut settings = BrokerSettings::new(default_store_root());
+        if let Some(text) = config_text {
+            settings.apply_properties(text).map_err(errors::broker)?;
+        }
+        let mut overrides: Vec<(String, String)> =
+            overrides.unwrap_or_default().into_iter().collect();
+        // storePathRootDir first, so storePathCommitLog given alongside it is not overridden.
+        overrides.sort_by_key(|(k, _)| k != "storePathRootDir");
+        for (k, v) in overrides {
+            settings.set(&k, &v).map_err(errors::broker)?;
+        }
+        let store_path = settings.store.store_path_root_dir.clone();
+        let rt = runtime();
+        let broker = wait(
+            py,
+            async move { rt.spawn(NativeBroker::start(settings)).await },
+        )?
+        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?
+        .map_err(errors::broker)?;
+        Ok(Broker {
+            inner: Arc::new(broker),
+            store_path,
+        })
+    }
+
+    /// `host:port` it listens on.
+    #[getter]
+    fn address(&self) -> String {
+        self.inner.local_addr().to_string()
+    }
+
+    /// The port it listens on.
+    #[getter]
+    fn port(&self) -> u16 {
+        self.inner.local_addr().port()
+    }
+
+    /// The address it registers with name servers (what clients connect to).
+    #[getter]
+    fn broker_addr(&self) -> String {
+        self.inner.broker_addr().to_owned()
+    }
+
+    /// The store root directory.
+    #[getter]
+    fn store_path(&self) -> String {
+        self.store_path.display().to_string()
+    }
+
+    /// Unregisters, stops serving, persists offsets and flushes the store.
+    fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        let inner = self.inner.clone();
+        let rt = runtime();
+        wait(py, async move {
+            rt.spawn(async move { inner.shutdown().await }).await
+        })?
+        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?
+        .map_err(errors::broker)
+    }
+}

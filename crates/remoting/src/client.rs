@@ -1,0 +1,197 @@
+//! The tokio client: one connection per address, requests matched to responses by opaque.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::runtime::Handle;
+
+use crate::command::RemotingCommand;
+use crate::connection::{Connection, ConnectionConfig, Reply, RequestHandler};
+use crate::error::{RemotingError, Result};
+
+/// Client settings.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Limit on establishing a connection.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connect_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
+
+/// A remoting client; clones share connections.
+#[derive(Clone)]
+pub struct RemotingClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    slots: Mutex<HashMap<String, Slot>>,
+    handler: Arc<dyn RequestHandler>,
+    config: ClientConfig,
+    runtime: Handle,
+}
+
+/// Answers server-initiated requests when the user gave no handler.
+struct Unsupported;
+
+impl RequestHandler for Unsupported {
+    fn handle(&self, _conn: &Arc<Connection>, request: RemotingCommand) -> Reply {
+        Reply::Now(Some(
+            RemotingCommand::response_to(
+                &request,
+                crate::code::response::REQUEST_CODE_NOT_SUPPORTED,
+            )
+            .with_remark(format!(" request type {} not supported", request.code)),
+        ))
+    }
+}
+
+impl RemotingClient {
+    /// A client whose tasks run on `runtime`; `handler` answers requests the servers send us
+    /// (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...).
+    pub fn new(
+        config: ClientConfig,
+        handler: Option<Arc<dyn RequestHandler>>,
+        runtime: Handle,
+    ) -> Self {
+        RemotingClient {
+            inner: Arc::new(Inner {
+                slots: Mutex::new(HashMap::new()),
+                handler: handler.unwrap_or_else(|| Arc::new(Unsupported)),
+                config,
+                runtime,
+            }),
+        }
+    }
+
+    /// The open connection to `addr`, connecting if needed.
+    pub async fn connection(&self, addr: &str) -> Result<Arc<Connection>> {
+        if !addr.contains(':') {
+            return Err(RemotingError::InvalidAddress(addr.to_owned()));
+        }
+        let slot = {
+            let mut slots = self.inner.slots.lock().unwrap_or_else(|e| e.into_inner());
+            slots.entry(addr.to_owned()).or_default().clone()
+        };
+        let mut guard = slot.lock().await;
+        if let Some(conn) = guard.as_ref().filter(|c| !c.is_closed()) {
+            return Ok(conn.clone());
+        }
+        let connect =
+            tokio::time::timeout(self.inner.config.connect_timeout, TcpStream::connect(addr));
+        let stream = match connect.await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                return Err(RemotingError::Connect {
+                    addr: addr.to_owned(),
+                    reason: e.to_string(),
+                })
+            }
+            Err(_) => {
+                return Err(RemotingError::Connect {
+                    addr: addr.to_owned(),
+                    reason: format!("no answer within {:?}", self.inner.config.connect_timeout),
+                })
+            }
+        };
+        let conn = Connection::spawn(
+            stream,
+            self.inner.handler.clone(),
+            ConnectionConfig::default(),
+        )?;
+        *guard = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Sends `request` to `addr` and waits up to `timeout` for its response.
+    pub async fn invoke(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
+        let started = tokio::time::Instant::now();
+        let conn = tokio::time::timeout(timeout, self.connection(addr))
+            .await
+            .map_err(|_| RemotingError::Timeout {
+                addr: addr.to_owned(),
+                millis: timeout.as_millis() as u64,
+            })??;
+        let left = timeout.saturating_sub(started.elapsed());
+        conn.invoke(request, left).await
+    }
+
+    /// Sends `request` to `addr` marked oneway; no response is awaited.
+    pub async fn invoke_oneway(&self, addr: &str, mut request: RemotingCommand) -> Result<()> {
+        request.mark_oneway();
+        self.connection(addr).await?.send(&request).await
+    }
+
+    /// Sends `request` and calls `callback` with the outcome on a runtime thread.
+    pub fn invoke_async<F>(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+        callback: F,
+    ) where
+        F: FnOnce(Result<RemotingCommand>) + Send + 'static,
+    {
+        let client = self.clone();
+        let addr = addr.to_owned();
+        self.inner.runtime.spawn(async move {
+            callback(client.invoke(&addr, request, timeout).await);
+        });
+    }
+
+    /// The runtime this client runs on.
+    pub fn runtime(&self) -> &Handle {
+        &self.inner.runtime
+    }
+
+    /// Closes the connection to `addr`, if any (the next request reconnects).
+    pub fn close_connection(&self, addr: &str) {
+        let slot = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(addr);
+        if let Some(slot) = slot {
+            if let Ok(guard) = slot.try_lock() {
+                if let Some(conn) = guard.as_ref() {
+                    conn.close();
+                }
+            }
+        }
+    }
+
+    /// Closes every connection.
+    pub fn shutdown(&self) {
+        let slots: Vec<Slot> = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain()
+            .map(|(_, s)| s)
+            .collect();
+        for slot in slots {
+            if let Ok(guard) = slot.try_lock() {
+                if let Some(conn) = guard.as_ref() {
+                    conn.close();
+                }
+            }
+        }
+    }
+}

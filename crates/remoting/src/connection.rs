@@ -1,0 +1,303 @@
+//! One TCP connection, used the same way by servers and clients: a reader task that decodes
+//! frames and either completes a pending request (responses) or hands the frame to a
+//! [`RequestHandler`] (requests), and a writer task that owns the socket's write half.
+//!
+//! Invariants: a pending request is removed from the table exactly once (by its response,
+//! its timeout, or the connection closing); once closed, a connection never sends again.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::command::RemotingCommand;
+use crate::error::{RemotingError, Result};
+use crate::frame;
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// How a handler answers a request.
+pub enum Reply {
+    /// Answered while the reader waited: requests of one connection are handled in order.
+    Now(Option<RemotingCommand>),
+    /// Answered later (long polling, flush waits); the reader goes on with the next frame.
+    Later(BoxFuture<Option<RemotingCommand>>),
+}
+
+/// Receives the requests arriving on a connection.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Handles one request; `None` means no response (oneway requests get none anyway).
+    fn handle(&self, conn: &Arc<Connection>, request: RemotingCommand) -> Reply;
+
+    /// Called once when the connection has closed.
+    fn on_close(&self, _conn: &Arc<Connection>) {}
+}
+
+/// Limits of one connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// Close the connection after this long with no frame received (`None` = never).
+    pub idle_timeout: Option<Duration>,
+    /// Frames queued for writing before senders wait.
+    pub write_queue: usize,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            idle_timeout: None,
+            write_queue: 4096,
+        }
+    }
+}
+
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A live connection; cheap to share as `Arc<Connection>`.
+pub struct Connection {
+    id: u64,
+    peer: SocketAddr,
+    tx: mpsc::Sender<Bytes>,
+    pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
+    closed: AtomicBool,
+    closed_signal: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("id", &self.id)
+            .field("peer", &self.peer)
+            .finish()
+    }
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks of `stream` on the current tokio runtime.
+    pub fn spawn(
+        stream: TcpStream,
+        handler: Arc<dyn RequestHandler>,
+        config: ConnectionConfig,
+    ) -> Result<Arc<Connection>> {
+        let peer = stream.peer_addr()?;
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        let (tx, rx) = mpsc::channel(config.write_queue.max(1));
+        let conn = Arc::new(Connection {
+            id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            tx,
+            pending: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
+            closed_signal: watch::Sender::new(false),
+        });
+        tokio::spawn(write_loop(conn.clone(), write, rx));
+        tokio::spawn(read_loop(conn.clone(), read, handler, config));
+        Ok(conn)
+    }
+
+    /// Unique id of this connection within the process.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The remote address.
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+
+    /// Whether the connection has closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Closes the connection: pending requests fail, both tasks stop.
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.pending_table().clear();
+            self.closed_signal.send_replace(true);
+        }
+    }
+
+    fn pending_table(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<i32, oneshot::Sender<RemotingCommand>>> {
+        // A poisoned lock only means another thread panicked mid-insert; the map is still valid.
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues an encoded frame for writing.
+    pub async fn send_frame(&self, frame: Bytes) -> Result<()> {
+        if self.is_closed() {
+            return Err(RemotingError::ConnectionClosed(self.peer.to_string()));
+        }
+        self.tx
+            .send(frame)
+            .await
+            .map_err(|_| RemotingError::ConnectionClosed(self.peer.to_string()))
+    }
+
+    /// Sends a command without waiting for an answer.
+    pub async fn send(&self, cmd: &RemotingCommand) -> Result<()> {
+        self.send_frame(frame::encode_to_bytes(cmd)?).await
+    }
+
+    /// Sends a request and waits up to `timeout` for the response with the same opaque.
+    pub async fn invoke(&self, cmd: RemotingCommand, timeout: Duration) -> Result<RemotingCommand> {
+        let frame = frame::encode_to_bytes(&cmd)?;
+        let (done, wait) = oneshot::channel();
+        self.pending_table().insert(cmd.opaque, done);
+        // Re-check after inserting: close() may have cleared the table just before.
+        if self.is_closed() {
+            self.pending_table().remove(&cmd.opaque);
+            return Err(RemotingError::ConnectionClosed(self.peer.to_string()));
+        }
+        let outcome = tokio::time::timeout(timeout, async {
+            self.send_frame(frame).await?;
+            wait.await
+                .map_err(|_| RemotingError::ConnectionClosed(self.peer.to_string()))
+        })
+        .await;
+        match outcome {
+            Ok(result) => {
+                if result.is_err() {
+                    self.pending_table().remove(&cmd.opaque);
+                }
+                result
+            }
+            Err(_) => {
+                self.pending_table().remove(&cmd.opaque);
+                Err(RemotingError::Timeout {
+                    addr: self.peer.to_string(),
+                    millis: timeout.as_millis() as u64,
+                })
+            }
+        }
+    }
+
+    fn complete(&self, response: RemotingCommand) {
+        let waiter = self.pending_table().remove(&response.opaque);
+        match waiter {
+            Some(done) => {
+                let _ = done.send(response);
+            }
+            None => tracing::debug!(
+                peer = %self.peer,
+                opaque = response.opaque,
+                "response for an unknown or timed-out request dropped"
+            ),
+        }
+    }
+}
+
+async fn write_loop(conn: Arc<Connection>, write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
+    let mut out = BufWriter::with_capacity(64 * 1024, write);
+    let mut closed = conn.closed_signal.subscribe();
+    loop {
+        let frame = tokio::select! {
+            frame = rx.recv() => frame,
+            _ = closed.wait_for(|c| *c) => None,
+        };
+        let Some(frame) = frame else { break };
+        if out.write_all(&frame).await.is_err() {
+            break;
+        }
+        // Batch whatever is already queued into the same flush.
+        let mut failed = false;
+        while let Ok(more) = rx.try_recv() {
+            if out.write_all(&more).await.is_err() {
+                failed = true;
+                break;
+            }
+        }
+        if failed || out.flush().await.is_err() || conn.is_closed() {
+            break;
+        }
+    }
+    let _ = out.shutdown().await;
+    conn.close();
+}
+
+async fn read_loop(
+    conn: Arc<Connection>,
+    mut read: OwnedReadHalf,
+    handler: Arc<dyn RequestHandler>,
+    config: ConnectionConfig,
+) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut closed = conn.closed_signal.subscribe();
+    'outer: loop {
+        let read_once = read.read_buf(&mut buf);
+        let n = tokio::select! {
+            n = async {
+                match config.idle_timeout {
+                    Some(idle) => tokio::time::timeout(idle, read_once).await.unwrap_or_else(|_| {
+                        tracing::info!(peer = %conn.peer, "closing idle connection");
+                        Ok(0)
+                    }),
+                    None => read_once.await,
+                }
+            } => n,
+            _ = closed.wait_for(|c| *c) => Ok(0),
+        };
+        match n {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        loop {
+            match frame::decode(&mut buf) {
+                Ok(Some(cmd)) if cmd.is_response() => conn.complete(cmd),
+                Ok(Some(cmd)) => dispatch(&conn, &handler, cmd).await,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(peer = %conn.peer, error = %e, "closing connection on bad frame");
+                    break 'outer;
+                }
+            }
+            if conn.is_closed() {
+                break 'outer;
+            }
+        }
+    }
+    conn.close();
+    handler.on_close(&conn);
+}
+
+async fn dispatch(
+    conn: &Arc<Connection>,
+    handler: &Arc<dyn RequestHandler>,
+    request: RemotingCommand,
+) {
+    let oneway = request.is_oneway();
+    match handler.handle(conn, request) {
+        Reply::Now(response) => {
+            if let (Some(response), false) = (response, oneway) {
+                send_response(conn, response).await;
+            }
+        }
+        Reply::Later(future) => {
+            let conn = conn.clone();
+            tokio::spawn(async move {
+                if let (Some(response), false) = (future.await, oneway) {
+                    send_response(&conn, response).await;
+                }
+            });
+        }
+    }
+}
+
+async fn send_response(conn: &Connection, response: RemotingCommand) {
+    if let Err(e) = conn.send(&response).await {
+        tracing::debug!(peer = %conn.peer, error = %e, "response not sent");
+    }
+}

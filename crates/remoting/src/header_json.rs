@@ -1,0 +1,134 @@
+//! The JSON header serialisation (`serializeType` 0).
+//!
+//! Layout (field order as RocketMQ's fastjson writes it; readers must not depend on order):
+//! `{"code":..,"extFields":{..strings..},"flag":..,"language":"JAVA","opaque":..,
+//!   "remark":..,"serializeTypeCurrentRPC":"JSON","version":..}`
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::code::LanguageCode;
+use crate::command::{ExtFields, RemotingCommand, SerializeType};
+use crate::error::{RemotingError, Result};
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HeaderOut<'a> {
+    code: i32,
+    #[serde(skip_serializing_if = "HashMap::is_empty")]
+    ext_fields: &'a ExtFields,
+    flag: i32,
+    language: &'static str,
+    opaque: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remark: Option<&'a str>,
+    #[serde(rename = "serializeTypeCurrentRPC")]
+    serialize_type_current_rpc: &'static str,
+    version: i32,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct HeaderIn {
+    code: i32,
+    #[serde(default)]
+    ext_fields: Option<HashMap<String, serde_json::Value>>,
+    #[serde(default)]
+    flag: i32,
+    #[serde(default)]
+    language: Option<String>,
+    #[serde(default)]
+    opaque: i32,
+    #[serde(default)]
+    remark: Option<String>,
+    #[serde(default)]
+    version: i32,
+}
+
+/// Appends the JSON header of `cmd` to `out`.
+pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<()> {
+    let header = HeaderOut {
+        code: cmd.code,
+        ext_fields: &cmd.ext_fields,
+        flag: cmd.flag,
+        language: cmd.language.name(),
+        opaque: cmd.opaque,
+        remark: cmd.remark.as_deref(),
+        serialize_type_current_rpc: "JSON",
+        version: cmd.version,
+    };
+    serde_json::to_writer(out, &header)?;
+    Ok(())
+}
+
+/// Parses a JSON header. Non-string extFields values (sent by some non-Java clients) are
+/// accepted and turned into their JSON text; `null` values are dropped.
+pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
+    let header: HeaderIn = serde_json::from_slice(bytes)
+        .map_err(|e| RemotingError::Malformed(format!("header is not valid JSON: {e}")))?;
+    let mut ext_fields = ExtFields::new();
+    for (key, value) in header.ext_fields.unwrap_or_default() {
+        let text = match value {
+            serde_json::Value::Null => continue,
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        ext_fields.insert(key, text);
+    }
+    Ok(RemotingCommand {
+        code: header.code,
+        language: header
+            .language
+            .as_deref()
+            .map(LanguageCode::from_name)
+            .unwrap_or(LanguageCode::Other),
+        version: header.version,
+        opaque: header.opaque,
+        flag: header.flag,
+        remark: header.remark,
+        ext_fields,
+        body: bytes::Bytes::new(),
+        serialize_type: SerializeType::Json,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let cmd = RemotingCommand::request(310)
+            .with_field("a", "group")
+            .with_field("b", "Topic\"Quoted\u{1}")
+            .with_remark("ok");
+        let mut out = Vec::new();
+        encode(&cmd, &mut out).unwrap();
+        let back = decode(&out).unwrap();
+        assert_eq!(back.code, 310);
+        assert_eq!(back.opaque, cmd.opaque);
+        assert_eq!(back.ext_fields, cmd.ext_fields);
+        assert_eq!(back.remark.as_deref(), Some("ok"));
+        assert_eq!(back.language, LanguageCode::Rust);
+    }
+
+    #[test]
+    fn java_header_parses() {
+        let java = br#"{"code":105,"extFields":{"topic":"TopicTest","n":5,"z":null},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":395}"#;
+        let cmd = decode(java).unwrap();
+        assert_eq!(cmd.code, 105);
+        assert_eq!(cmd.opaque, 7);
+        assert_eq!(cmd.field("topic").unwrap(), "TopicTest");
+        assert_eq!(cmd.field("n").unwrap(), "5");
+        assert!(cmd.field_opt("z").is_none());
+        assert_eq!(cmd.language, LanguageCode::Java);
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(decode(b"not json").is_err());
+        assert!(decode(br#"{"opaque":1}"#).is_err());
+        assert!(decode(br#"{"code":"x"}"#).is_err());
+    }
+}

@@ -1,0 +1,126 @@
+//! Dispatch of requests to processors by request code.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::code::response;
+use crate::command::RemotingCommand;
+use crate::connection::{Connection, Reply, RequestHandler};
+use crate::error::RemotingError;
+
+/// A failed request, answered with `code` and `remark`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessError {
+    /// Response code sent back.
+    pub code: i32,
+    /// Why, for the remark.
+    pub remark: String,
+}
+
+impl ProcessError {
+    /// An error answered with `code`.
+    pub fn new(code: i32, remark: impl Into<String>) -> Self {
+        ProcessError {
+            code,
+            remark: remark.into(),
+        }
+    }
+
+    /// The response that carries this error back to the requester.
+    pub fn into_response(self, request: &RemotingCommand) -> RemotingCommand {
+        RemotingCommand::response_to(request, self.code).with_remark(self.remark)
+    }
+}
+
+impl From<RemotingError> for ProcessError {
+    /// Header and body decoding errors are SYSTEM_ERROR with the reason as remark, as in
+    /// RocketMQ (whose remark for a missing field is "the custom field <x> is null").
+    fn from(e: RemotingError) -> Self {
+        ProcessError::new(response::SYSTEM_ERROR, e.to_string())
+    }
+}
+
+/// Result of a processor.
+pub type ProcessResult = std::result::Result<Reply, ProcessError>;
+
+/// Handles the requests of some codes.
+pub trait RequestProcessor: Send + Sync + 'static {
+    /// Handles `request`; an error becomes a response with its code and remark.
+    fn process(&self, conn: &Arc<Connection>, request: &RemotingCommand) -> ProcessResult;
+}
+
+impl<F> RequestProcessor for F
+where
+    F: Fn(&Arc<Connection>, &RemotingCommand) -> ProcessResult + Send + Sync + 'static,
+{
+    fn process(&self, conn: &Arc<Connection>, request: &RemotingCommand) -> ProcessResult {
+        self(conn, request)
+    }
+}
+
+/// Called when a connection closes (e.g. a broker's channel to the name server).
+pub type CloseListener = Arc<dyn Fn(&Arc<Connection>) + Send + Sync>;
+
+/// Request code -> processor, plus a close listener.
+#[derive(Default, Clone)]
+pub struct ProcessorTable {
+    processors: HashMap<i32, Arc<dyn RequestProcessor>>,
+    on_close: Option<CloseListener>,
+}
+
+impl ProcessorTable {
+    /// An empty table: every request is answered REQUEST_CODE_NOT_SUPPORTED.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Routes `code` to `processor`.
+    pub fn register(&mut self, code: i32, processor: Arc<dyn RequestProcessor>) -> &mut Self {
+        self.processors.insert(code, processor);
+        self
+    }
+
+    /// Routes each of `codes` to `processor`.
+    pub fn register_all(
+        &mut self,
+        codes: &[i32],
+        processor: Arc<dyn RequestProcessor>,
+    ) -> &mut Self {
+        for code in codes {
+            self.processors.insert(*code, processor.clone());
+        }
+        self
+    }
+
+    /// Sets the listener told about closed connections.
+    pub fn on_close(&mut self, listener: CloseListener) -> &mut Self {
+        self.on_close = Some(listener);
+        self
+    }
+}
+
+impl RequestHandler for ProcessorTable {
+    fn handle(&self, conn: &Arc<Connection>, request: RemotingCommand) -> Reply {
+        let Some(processor) = self.processors.get(&request.code) else {
+            tracing::debug!(code = request.code, peer = %conn.peer(), "request code not supported");
+            let remark = format!(" request type {} not supported", request.code);
+            return Reply::Now(Some(
+                ProcessError::new(response::REQUEST_CODE_NOT_SUPPORTED, remark)
+                    .into_response(&request),
+            ));
+        };
+        match processor.process(conn, &request) {
+            Ok(reply) => reply,
+            Err(e) => {
+                tracing::debug!(code = request.code, peer = %conn.peer(), remark = %e.remark, "request failed");
+                Reply::Now(Some(e.into_response(&request)))
+            }
+        }
+    }
+
+    fn on_close(&self, conn: &Arc<Connection>) {
+        if let Some(listener) = &self.on_close {
+            listener(conn);
+        }
+    }
+}

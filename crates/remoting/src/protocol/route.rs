@@ -1,0 +1,75 @@
+//! `TopicRouteData`: the answer of GET_ROUTEINFO_BY_TOPIC.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Queues of one topic on one broker group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueData {
+    /// The broker group (master and slaves share the name).
+    pub broker_name: String,
+    /// Queues consumers read.
+    pub read_queue_nums: i32,
+    /// Queues producers write.
+    pub write_queue_nums: i32,
+    /// Permission bits (see [`crate::protocol::perm`]).
+    pub perm: i32,
+    /// Topic system flags.
+    #[serde(default)]
+    pub topic_sys_flag: i32,
+}
+
+/// Addresses of one broker group, by broker id (0 = master).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerData {
+    /// Cluster name.
+    pub cluster: String,
+    /// Broker group name.
+    pub broker_name: String,
+    /// brokerId -> "host:port".
+    pub broker_addrs: HashMap<i64, String>,
+}
+
+impl BrokerData {
+    /// The master's address, if a master is registered.
+    pub fn master_addr(&self) -> Option<&str> {
+        self.broker_addrs.get(&0).map(String::as_str)
+    }
+}
+
+/// Where a topic lives: which broker groups and how many queues on each.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicRouteData {
+    /// Ordered-topic configuration from the KV config, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_topic_conf: Option<String>,
+    /// Queue layout per broker group.
+    #[serde(default)]
+    pub queue_datas: Vec<QueueData>,
+    /// Addresses per broker group.
+    #[serde(default)]
+    pub broker_datas: Vec<BrokerData>,
+    /// Filter servers per broker address (always empty here; kept for compatibility).
+    #[serde(default)]
+    pub filter_server_table: HashMap<String, Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::fastjson;
+
+    #[test]
+    fn parses_fastjson_route() {
+        let java = br#"{"brokerDatas":[{"brokerAddrs":{0:"127.0.0.1:10911"},"brokerName":"broker-a","cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#;
+        let route: TopicRouteData = fastjson::from_slice(java).unwrap();
+        assert_eq!(route.broker_datas[0].master_addr(), Some("127.0.0.1:10911"));
+        assert_eq!(route.queue_datas[0].write_queue_nums, 4);
+        let ours = serde_json::to_string(&route).unwrap();
+        assert!(ours.contains(r#""brokerAddrs":{"0":"127.0.0.1:10911"}"#));
+    }
+}

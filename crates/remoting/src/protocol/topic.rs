@@ -1,0 +1,106 @@
+//! Topic configuration and the REGISTER_BROKER body.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::perm;
+
+/// One topic's configuration, as kept in `config/topics.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicConfig {
+    /// The topic name.
+    pub topic_name: String,
+    /// Queues consumers read.
+    pub read_queue_nums: i32,
+    /// Queues producers write.
+    pub write_queue_nums: i32,
+    /// Permission bits.
+    #[serde(default = "default_perm")]
+    pub perm: i32,
+    /// "SINGLE_TAG" or "MULTI_TAG".
+    #[serde(default = "default_filter_type")]
+    pub topic_filter_type: String,
+    /// Topic system flags.
+    #[serde(default)]
+    pub topic_sys_flag: i32,
+    /// Whether the topic is ordered.
+    #[serde(default)]
+    pub order: bool,
+}
+
+fn default_perm() -> i32 {
+    perm::READ_WRITE
+}
+
+fn default_filter_type() -> String {
+    "SINGLE_TAG".to_owned()
+}
+
+impl TopicConfig {
+    /// A read-write topic with `queues` read and write queues.
+    pub fn new(topic_name: impl Into<String>, queues: i32) -> Self {
+        TopicConfig {
+            topic_name: topic_name.into(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm: perm::READ_WRITE,
+            topic_filter_type: default_filter_type(),
+            topic_sys_flag: 0,
+            order: false,
+        }
+    }
+}
+
+/// Version stamp of a broker's topic table: names servers compare it to skip unchanged data.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DataVersion {
+    /// Milliseconds since the epoch of the last change.
+    #[serde(default)]
+    pub timestamp: i64,
+    /// Number of changes.
+    #[serde(default)]
+    pub counter: i64,
+}
+
+/// `config/topics.json` and the topic part of REGISTER_BROKER.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicConfigSerializeWrapper {
+    /// Topic name -> configuration.
+    #[serde(default)]
+    pub topic_config_table: HashMap<String, TopicConfig>,
+    /// Version of the table.
+    #[serde(default)]
+    pub data_version: DataVersion,
+}
+
+/// Body of REGISTER_BROKER (uncompressed form).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterBrokerBody {
+    /// The broker's topics.
+    #[serde(default)]
+    pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
+    /// Filter servers (unused; kept for compatibility).
+    #[serde(default)]
+    pub filter_server_list: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn java_topics_json_parses() {
+        let java = r#"{"dataVersion":{"counter":3,"timestamp":1700000000000},"topicConfigTable":{"TopicTest":{"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"TopicTest","topicSysFlag":0,"writeQueueNums":4}}}"#;
+        let wrapper: TopicConfigSerializeWrapper = serde_json::from_str(java).unwrap();
+        assert_eq!(
+            wrapper.topic_config_table["TopicTest"],
+            TopicConfig::new("TopicTest", 4)
+        );
+        assert_eq!(wrapper.data_version.counter, 3);
+    }
+}

@@ -1,0 +1,142 @@
+//! The tokio server: accepts connections and hands their requests to a [`ProcessorTable`].
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::connection::{Connection, ConnectionConfig, RequestHandler};
+use crate::error::Result;
+use crate::processor::ProcessorTable;
+
+/// Server limits.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Connections beyond this are accepted and closed at once.
+    pub max_connections: usize,
+    /// Connections silent for this long are closed (RocketMQ: 120 s).
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_connections: 10_000,
+            idle_timeout: Some(Duration::from_secs(120)),
+        }
+    }
+}
+
+type ConnectionMap = Arc<Mutex<HashMap<u64, Arc<Connection>>>>;
+
+/// A listening server. Dropping it does not stop it; call [`RemotingServer::shutdown`].
+pub struct RemotingServer {
+    local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    accept_task: Mutex<Option<JoinHandle<()>>>,
+    connections: ConnectionMap,
+}
+
+struct Tracked {
+    table: ProcessorTable,
+    connections: ConnectionMap,
+}
+
+impl RequestHandler for Tracked {
+    fn handle(&self, conn: &Arc<Connection>, request: crate::RemotingCommand) -> crate::Reply {
+        self.table.handle(conn, request)
+    }
+
+    fn on_close(&self, conn: &Arc<Connection>) {
+        lock(&self.connections).remove(&conn.id());
+        self.table.on_close(conn);
+    }
+}
+
+fn lock(map: &ConnectionMap) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Connection>>> {
+    map.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RemotingServer {
+    /// Binds `addr` (port 0 picks a free port) and starts accepting on the current runtime.
+    pub async fn bind(addr: &str, table: ProcessorTable, config: ServerConfig) -> Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        let (stop, mut stopped) = watch::channel(false);
+        let connections: ConnectionMap = Arc::default();
+        let handler = Arc::new(Tracked {
+            table,
+            connections: connections.clone(),
+        });
+        let conn_config = ConnectionConfig {
+            idle_timeout: config.idle_timeout,
+            ..ConnectionConfig::default()
+        };
+        let accepted = connections.clone();
+        let accept_task = tokio::spawn(async move {
+            loop {
+                let accept = tokio::select! {
+                    a = listener.accept() => a,
+                    _ = stopped.wait_for(|s| *s) => break,
+                };
+                let (stream, peer) = match accept {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                if lock(&accepted).len() >= config.max_connections {
+                    tracing::warn!(%peer, max = config.max_connections, "connection cap reached; refusing");
+                    drop(stream);
+                    continue;
+                }
+                match Connection::spawn(stream, handler.clone(), conn_config.clone()) {
+                    Ok(conn) => {
+                        lock(&accepted).insert(conn.id(), conn);
+                    }
+                    Err(e) => tracing::debug!(%peer, error = %e, "connection setup failed"),
+                }
+            }
+        });
+        Ok(RemotingServer {
+            local_addr,
+            stop,
+            accept_task: Mutex::new(Some(accept_task)),
+            connections,
+        })
+    }
+
+    /// The bound address (with the real port when bound to port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Number of open connections.
+    pub fn connection_count(&self) -> usize {
+        lock(&self.connections).len()
+    }
+
+    /// Stops accepting and closes every connection.
+    pub async fn shutdown(&self) {
+        self.stop.send_replace(true);
+        let task = self
+            .accept_task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+        let open: Vec<_> = lock(&self.connections).values().cloned().collect();
+        for conn in open {
+            conn.close();
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Transport tests: a real server and client on loopback.
+
+mod transport;

@@ -1,0 +1,287 @@
+//! The CommitLog: every message of every topic, appended in arrival order.
+//!
+//! One lock serialises appends: it assigns the queue offset, the physical offset and the store
+//! timestamp, writes the record in place in the mapped file, and dispatches it to the consume
+//! queue before releasing, so consume queues are always in CommitLog order and a message is
+//! readable by the time its put returns.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::error::{Result, StoreError};
+use crate::mapped_file_queue::MappedFileQueue;
+use crate::record::{self, sys_flag, Decoded, MessageToStore, Placement, RecordView};
+
+/// Where a message went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendResult {
+    /// Physical offset of the record.
+    pub wrote_offset: i64,
+    /// Record size.
+    pub wrote_bytes: i32,
+    /// Offset message id (store host + physical offset).
+    pub msg_id: String,
+    /// STORETIMESTAMP.
+    pub store_timestamp: i64,
+    /// Queue offset (index in the consume queue).
+    pub logics_offset: i64,
+}
+
+/// What the consume queue (and index) need from a freshly written record.
+#[derive(Debug, Clone)]
+pub struct DispatchRequest<'a> {
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub commit_log_offset: i64,
+    pub msg_size: i32,
+    pub tags_code: i64,
+    pub store_timestamp: i64,
+    pub consume_queue_offset: i64,
+    pub properties: &'a str,
+    pub sys_flag: i32,
+}
+
+impl DispatchRequest<'_> {
+    /// Whether the record belongs in a consume queue (not a prepared or rolled-back half
+    /// message).
+    pub fn is_consumable(&self) -> bool {
+        matches!(
+            sys_flag::transaction_type(self.sys_flag),
+            sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
+        )
+    }
+}
+
+#[derive(Default)]
+struct PutState {
+    /// topic -> queue id -> next queue offset (RocketMQ's `topicQueueTable`).
+    queue_offsets: HashMap<String, HashMap<i32, i64>>,
+    last_store_timestamp: i64,
+}
+
+/// The CommitLog.
+pub struct CommitLog {
+    files: MappedFileQueue,
+    state: Mutex<PutState>,
+}
+
+fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl CommitLog {
+    /// A CommitLog over `dir` with files of `file_size` bytes (not yet loaded).
+    pub fn new(dir: std::path::PathBuf, file_size: usize) -> Self {
+        CommitLog {
+            files: MappedFileQueue::new(dir, file_size),
+            state: Mutex::new(PutState::default()),
+        }
+    }
+
+    /// The files.
+    pub fn files(&self) -> &MappedFileQueue {
+        &self.files
+    }
+
+    /// Maps the existing files.
+    pub fn load(&self) -> Result<()> {
+        self.files.load()
+    }
+
+    /// Appends `msgs` under one lock acquisition, calling `dispatch` for each record in order.
+    pub fn put_batch(
+        &self,
+        msgs: &[MessageToStore],
+        mut dispatch: impl FnMut(&DispatchRequest<'_>) -> Result<()>,
+    ) -> Result<Vec<AppendResult>> {
+        let file_size = self.files.file_size();
+        let mut lens = Vec::with_capacity(msgs.len());
+        for msg in msgs {
+            let len = msg.record_len()?;
+            if len + record::END_FILE_MIN_BLANK_LENGTH > file_size {
+                return Err(StoreError::MessageTooLarge {
+                    size: len,
+                    max: file_size - record::END_FILE_MIN_BLANK_LENGTH,
+                });
+            }
+            lens.push(len);
+        }
+        let mut state = self.state.lock();
+        let mut writer = self.files.writer();
+        let mut results = Vec::with_capacity(msgs.len());
+        for (msg, len) in msgs.iter().zip(lens) {
+            // Store time never goes backwards within a process, so lookups by time can
+            // binary-search the log even if the wall clock steps back.
+            let store_timestamp = now_millis().max(state.last_store_timestamp);
+            state.last_store_timestamp = store_timestamp;
+
+            let mut file = writer.current_file(0)?;
+            if len + record::END_FILE_MIN_BLANK_LENGTH > file.remaining() {
+                let remaining = file.remaining();
+                writer.append_with(&file, remaining, record::encode_blank);
+                writer.seal(&file);
+                file = writer.current_file(0)?;
+            }
+            let physical_offset = (file.from_offset() + file.wrote() as u64) as i64;
+            let sys_flag = msg.effective_sys_flag();
+            let tx_type = sys_flag::transaction_type(sys_flag);
+            let consumable = matches!(
+                tx_type,
+                sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
+            );
+            let queue_offset = if consumable {
+                *state
+                    .queue_offsets
+                    .get(msg.topic.as_str())
+                    .and_then(|q| q.get(&msg.queue_id))
+                    .unwrap_or(&0)
+            } else {
+                0
+            };
+            let at = Placement {
+                queue_offset,
+                physical_offset,
+                store_timestamp,
+            };
+            writer.append_with(&file, len, |buf| record::encode_into(msg, at, buf));
+            if consumable {
+                state
+                    .queue_offsets
+                    .entry(msg.topic.clone())
+                    .or_default()
+                    .insert(msg.queue_id, queue_offset + 1);
+            }
+            dispatch(&DispatchRequest {
+                topic: &msg.topic,
+                queue_id: msg.queue_id,
+                commit_log_offset: physical_offset,
+                msg_size: len as i32,
+                tags_code: msg.tags_code,
+                store_timestamp,
+                consume_queue_offset: queue_offset,
+                properties: &msg.properties,
+                sys_flag,
+            })?;
+            results.push(AppendResult {
+                wrote_offset: physical_offset,
+                wrote_bytes: len as i32,
+                msg_id: record::offset_msg_id(&msg.store_host, physical_offset),
+                store_timestamp,
+                logics_offset: queue_offset,
+            });
+        }
+        Ok(results)
+    }
+
+    /// The record bytes at `offset` of `size`, sharing the mapped memory.
+    pub fn read(&self, offset: i64, size: i32) -> Option<Bytes> {
+        if offset < 0 || size <= 0 {
+            return None;
+        }
+        let file = self.files.find(offset as u64)?;
+        let pos = (offset as u64 - file.from_offset()) as usize;
+        file.slice(pos, size as usize)
+    }
+
+    /// The record starting at `offset`, whatever its size.
+    pub fn read_record(&self, offset: i64) -> Option<Bytes> {
+        let file = self.files.find(u64::try_from(offset).ok()?)?;
+        let pos = (offset as u64 - file.from_offset()) as usize;
+        let (size, magic) = record::peek_size(file.read_from(pos)?)?;
+        (magic == record::MESSAGE_MAGIC_CODE && size > 0)
+            .then(|| file.slice(pos, size as usize))
+            .flatten()
+    }
+
+    /// The first offset still stored.
+    pub fn min_offset(&self) -> i64 {
+        self.files.min_offset() as i64
+    }
+
+    /// One past the last byte written.
+    pub fn max_offset(&self) -> i64 {
+        self.files.max_offset() as i64
+    }
+
+    /// STORETIMESTAMP of the newest record.
+    pub fn last_store_timestamp(&self) -> i64 {
+        self.state.lock().last_store_timestamp
+    }
+
+    /// Replaces the queue offset table (after recovery).
+    pub fn set_queue_offsets(&self, table: HashMap<String, HashMap<i32, i64>>) {
+        self.state.lock().queue_offsets = table;
+    }
+
+    /// The next queue offset of a queue.
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        let state = self.state.lock();
+        state
+            .queue_offsets
+            .get(topic)
+            .and_then(|q| q.get(&queue_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Validates records from file `start_index` on, calls `on_record` for each, and cuts the
+    /// log after the last valid one. Returns the recovered end offset.
+    pub fn recover(
+        &self,
+        start_index: usize,
+        check_crc: bool,
+        mut on_record: impl FnMut(&RecordView<'_>) -> Result<()>,
+    ) -> Result<i64> {
+        let files = self.files.files();
+        let Some(first) = files.get(start_index.min(files.len().saturating_sub(1))) else {
+            return Ok(0);
+        };
+        let mut end = first.from_offset();
+        let mut last_ts = 0i64;
+        'files: for file in &files[start_index.min(files.len() - 1)..] {
+            // SAFETY: recovery runs before any writer starts.
+            let data = unsafe { file.whole() };
+            let mut pos = 0usize;
+            loop {
+                end = file.from_offset() + pos as u64;
+                if pos >= data.len() {
+                    continue 'files;
+                }
+                match record::decode(&data[pos..], check_crc) {
+                    Ok(Decoded::Message(view)) => {
+                        if view.physical_offset != end as i64 {
+                            tracing::warn!(file = %file.path().display(), pos, "record claims physical offset {}; log ends here", view.physical_offset);
+                            break 'files;
+                        }
+                        on_record(&view)?;
+                        last_ts = last_ts.max(view.store_timestamp);
+                        pos += view.total_size as usize;
+                    }
+                    Ok(Decoded::EndOfFile) => {
+                        end = file.from_offset() + data.len() as u64;
+                        continue 'files;
+                    }
+                    Ok(Decoded::Empty) => break 'files,
+                    Err(e) => {
+                        tracing::warn!(file = %file.path().display(), pos, error = %e, "invalid record; log truncated here");
+                        break 'files;
+                    }
+                }
+            }
+        }
+        self.files.writer().truncate_to(end)?;
+        let mut state = self.state.lock();
+        state.last_store_timestamp = state.last_store_timestamp.max(last_ts);
+        Ok(end as i64)
+    }
+
+    /// Flushes dirty pages.
+    pub fn flush(&self) -> Result<()> {
+        self.files.flush()
+    }
+}

@@ -1,0 +1,351 @@
+//! ConsumeQueue: the index of one topic queue into the CommitLog.
+//!
+//! Files live in `consumequeue/{topic}/{queueId}/`, named by their first byte offset
+//! (20 digits); each holds `mapedFileSizeConsumeQueue / 20` units. A unit is 20 bytes,
+//! big-endian: `commitLogOffset i64 | size i32 | tagsCode i64`. Unit `n` of the queue is the
+//! message with queue offset `n`. A "blank" unit `(0, i32::MAX, 0)` fills gaps, as RocketMQ's
+//! pre-blank does; readers skip it.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::error::{Result, StoreError};
+use crate::mapped_file::MappedFile;
+use crate::mapped_file_queue::MappedFileQueue;
+
+/// Bytes per unit.
+pub const CQ_UNIT_SIZE: usize = 20;
+
+/// One consume-queue unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CqUnit {
+    /// Where the record starts in the CommitLog.
+    pub commit_log_offset: i64,
+    /// The record's total size.
+    pub size: i32,
+    /// Tags hash (or delivery time for delayed messages).
+    pub tags_code: i64,
+}
+
+impl CqUnit {
+    /// The gap filler.
+    pub const BLANK: CqUnit = CqUnit {
+        commit_log_offset: 0,
+        size: i32::MAX,
+        tags_code: 0,
+    };
+
+    /// The 20 bytes of this unit.
+    pub fn encode(&self) -> [u8; CQ_UNIT_SIZE] {
+        let mut out = [0u8; CQ_UNIT_SIZE];
+        out[0..8].copy_from_slice(&self.commit_log_offset.to_be_bytes());
+        out[8..12].copy_from_slice(&self.size.to_be_bytes());
+        out[12..20].copy_from_slice(&self.tags_code.to_be_bytes());
+        out
+    }
+
+    /// Parses 20 bytes (`buf` must hold at least 20).
+    pub fn decode(buf: &[u8]) -> CqUnit {
+        let mut o = [0u8; 8];
+        o.copy_from_slice(&buf[0..8]);
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&buf[12..20]);
+        CqUnit {
+            commit_log_offset: i64::from_be_bytes(o),
+            size: i32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]),
+            tags_code: i64::from_be_bytes(t),
+        }
+    }
+
+    /// Whether this is a gap filler.
+    pub fn is_blank(&self) -> bool {
+        *self == CqUnit::BLANK
+    }
+
+    /// Whether recovery accepts this unit as written (RocketMQ's test: offset >= 0, size > 0).
+    pub fn is_valid(&self) -> bool {
+        self.commit_log_offset >= 0 && self.size > 0
+    }
+}
+
+/// Units read from one file, starting at a queue offset; shares the file's memory.
+#[derive(Debug, Clone)]
+pub struct UnitBuffer {
+    /// Queue offset of the first unit.
+    pub start_offset: i64,
+    bytes: Bytes,
+}
+
+impl UnitBuffer {
+    /// Number of units.
+    pub fn len(&self) -> usize {
+        self.bytes.len() / CQ_UNIT_SIZE
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Unit `i` of the buffer.
+    pub fn get(&self, i: usize) -> CqUnit {
+        CqUnit::decode(&self.bytes[i * CQ_UNIT_SIZE..])
+    }
+}
+
+/// One topic queue's index.
+#[derive(Debug)]
+pub struct ConsumeQueue {
+    topic: String,
+    queue_id: i32,
+    files: MappedFileQueue,
+    /// Byte offset of the first unit still valid (after retention moved it).
+    min_logic_offset: AtomicI64,
+}
+
+impl ConsumeQueue {
+    /// A queue stored under `root/{topic}/{queue_id}` (not yet loaded).
+    pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Self {
+        let file_size = file_size - file_size % CQ_UNIT_SIZE;
+        ConsumeQueue {
+            topic: topic.to_owned(),
+            queue_id,
+            files: MappedFileQueue::new(root.join(topic).join(queue_id.to_string()), file_size),
+            min_logic_offset: AtomicI64::new(0),
+        }
+    }
+
+    /// The topic.
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    /// The queue id.
+    pub fn queue_id(&self) -> i32 {
+        self.queue_id
+    }
+
+    /// The underlying files.
+    pub fn files(&self) -> &MappedFileQueue {
+        &self.files
+    }
+
+    /// Maps existing files.
+    pub fn load(&self) -> Result<()> {
+        self.files.load()?;
+        self.min_logic_offset
+            .store(self.files.min_offset() as i64, Ordering::Release);
+        Ok(())
+    }
+
+    /// Finds the last valid unit (scanning the last three files) and cuts everything after it.
+    pub fn recover(&self) -> Result<()> {
+        let files = self.files.files();
+        if files.is_empty() {
+            return Ok(());
+        }
+        let start = files.len().saturating_sub(3);
+        let mut end = files[start].from_offset();
+        'files: for file in &files[start..] {
+            // SAFETY: recovery runs before any writer starts.
+            let data = unsafe { file.whole() };
+            let mut pos = 0;
+            while pos + CQ_UNIT_SIZE <= data.len() {
+                let unit = CqUnit::decode(&data[pos..]);
+                if !unit.is_valid() {
+                    end = file.from_offset() + pos as u64;
+                    break 'files;
+                }
+                pos += CQ_UNIT_SIZE;
+            }
+            end = file.from_offset() + pos as u64;
+        }
+        self.files.writer().truncate_to(end)?;
+        self.min_logic_offset
+            .fetch_max(self.files.min_offset() as i64, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Removes units pointing at or past `commit_log_end` (CommitLog bytes that recovery cut).
+    pub fn truncate_dirty(&self, commit_log_end: i64) -> Result<()> {
+        let mut end = self.files.max_offset();
+        while end >= self.files.min_offset() + CQ_UNIT_SIZE as u64 {
+            let Some(unit) = self.unit_at_byte(end - CQ_UNIT_SIZE as u64) else {
+                break;
+            };
+            if unit.is_blank() || unit.commit_log_offset + unit.size as i64 <= commit_log_end {
+                break;
+            }
+            end -= CQ_UNIT_SIZE as u64;
+        }
+        if end != self.files.max_offset() {
+            tracing::info!(topic = %self.topic, queue = self.queue_id, units = end / CQ_UNIT_SIZE as u64, "consume queue truncated to the recovered CommitLog");
+            self.files.writer().truncate_to(end)?;
+        }
+        Ok(())
+    }
+
+    fn unit_at_byte(&self, byte: u64) -> Option<CqUnit> {
+        let file = self.files.find(byte)?;
+        let pos = (byte - file.from_offset()) as usize;
+        file.read(pos, CQ_UNIT_SIZE).map(CqUnit::decode)
+    }
+
+    /// The unit at queue offset `index`.
+    pub fn get(&self, index: i64) -> Option<CqUnit> {
+        if index < self.min_offset() {
+            return None;
+        }
+        self.unit_at_byte(index as u64 * CQ_UNIT_SIZE as u64)
+    }
+
+    /// The last non-blank unit (for the end of the dispatched CommitLog range).
+    pub fn last_unit(&self) -> Option<CqUnit> {
+        let max = self.max_offset();
+        (max > self.min_offset())
+            .then(|| self.get(max - 1))
+            .flatten()
+    }
+
+    /// Units from queue offset `index` to the end of what its file holds.
+    pub fn units_from(&self, index: i64) -> Option<UnitBuffer> {
+        if index < self.min_offset() || index < 0 {
+            return None;
+        }
+        let byte = index as u64 * CQ_UNIT_SIZE as u64;
+        let file: Arc<MappedFile> = self.files.find(byte)?;
+        let pos = (byte - file.from_offset()) as usize;
+        let wrote = file.wrote();
+        if pos >= wrote {
+            return None;
+        }
+        Some(UnitBuffer {
+            start_offset: index,
+            bytes: file.slice(pos, wrote - pos)?,
+        })
+    }
+
+    /// Queue offset of the first unit of the file after the one holding `index`.
+    pub fn roll_next_file(&self, index: i64) -> i64 {
+        let per_file = (self.files.file_size() / CQ_UNIT_SIZE) as i64;
+        index + per_file - index % per_file
+    }
+
+    /// The smallest queue offset still readable.
+    pub fn min_offset(&self) -> i64 {
+        self.min_logic_offset.load(Ordering::Acquire) / CQ_UNIT_SIZE as i64
+    }
+
+    /// Moves the minimum forward (retention), never backward.
+    pub fn set_min_offset(&self, index: i64) {
+        self.min_logic_offset
+            .fetch_max(index * CQ_UNIT_SIZE as i64, Ordering::AcqRel);
+    }
+
+    /// One past the last queue offset written.
+    pub fn max_offset(&self) -> i64 {
+        (self.files.max_offset() / CQ_UNIT_SIZE as u64) as i64
+    }
+
+    /// Writes `unit` at queue offset `index`. Idempotent: a unit already present is kept; a
+    /// gap before `index` (lost units) is filled with blanks so numbering stays exact.
+    /// Callers serialise calls (the CommitLog's lock or recovery).
+    pub fn put(&self, index: i64, unit: CqUnit) -> Result<()> {
+        let target = index as u64 * CQ_UNIT_SIZE as u64;
+        let mut writer = self.files.writer();
+        let mut end = self.files.max_offset();
+        if self.files.is_empty() {
+            end = target - target % self.files.file_size() as u64;
+            self.min_logic_offset
+                .store(target as i64, Ordering::Release);
+        }
+        if target < end {
+            return Ok(());
+        }
+        if target > end {
+            tracing::warn!(topic = %self.topic, queue = self.queue_id, expected = end / CQ_UNIT_SIZE as u64, index, "consume queue gap filled with blank units");
+        }
+        while end <= target {
+            let file = writer.current_file(end)?;
+            let at = file.from_offset() + file.wrote() as u64;
+            if at != end {
+                return Err(StoreError::corrupt(
+                    self.files.dir().display().to_string(),
+                    format!("write position {at} differs from the queue end {end}"),
+                ));
+            }
+            let bytes = if end == target {
+                unit.encode()
+            } else {
+                CqUnit::BLANK.encode()
+            };
+            writer.append_with(&file, CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
+            end += CQ_UNIT_SIZE as u64;
+        }
+        Ok(())
+    }
+
+    /// Flushes dirty units.
+    pub fn flush(&self) -> Result<()> {
+        self.files.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(i: i64) -> CqUnit {
+        CqUnit {
+            commit_log_offset: i * 100,
+            size: 100,
+            tags_code: i,
+        }
+    }
+
+    #[test]
+    fn unit_layout() {
+        let u = CqUnit {
+            commit_log_offset: 0x0102,
+            size: 0x0304,
+            tags_code: -1,
+        };
+        let b = u.encode();
+        assert_eq!(&b[0..8], &[0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(&b[8..12], &[0, 0, 3, 4]);
+        assert_eq!(&b[12..20], &[0xFF; 8]);
+        assert_eq!(CqUnit::decode(&b), u);
+    }
+
+    #[test]
+    fn put_get_roll_and_recover() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(dir.path(), "T", 1, 10 * CQ_UNIT_SIZE);
+        for i in 0..25 {
+            cq.put(i, unit(i)).unwrap();
+        }
+        cq.put(3, unit(99)).unwrap(); // duplicate: ignored
+        assert_eq!(cq.max_offset(), 25);
+        assert_eq!(cq.get(3), Some(unit(3)));
+        assert_eq!(cq.get(24), Some(unit(24)));
+        assert_eq!(cq.files().files().len(), 3);
+        let buf = cq.units_from(12).unwrap();
+        assert_eq!((buf.start_offset, buf.len()), (12, 8));
+        assert_eq!(buf.get(0), unit(12));
+        assert_eq!(cq.roll_next_file(12), 20);
+        drop(cq);
+
+        let cq = ConsumeQueue::new(dir.path(), "T", 1, 10 * CQ_UNIT_SIZE);
+        cq.load().unwrap();
+        cq.recover().unwrap();
+        assert_eq!(cq.max_offset(), 25);
+        cq.truncate_dirty(2100).unwrap(); // units 21.. point past the end
+        assert_eq!(cq.max_offset(), 21);
+        cq.put(23, unit(23)).unwrap(); // gap: blanks at 21, 22
+        assert!(cq.get(21).unwrap().is_blank());
+        assert_eq!(cq.get(23), Some(unit(23)));
+    }
+}

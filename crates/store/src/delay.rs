@@ -1,0 +1,83 @@
+//! Delay levels (`messageDelayLevel`) and the tags code of a stored message.
+//!
+//! A delayed message is stored in `SCHEDULE_TOPIC_XXXX`, queue `level - 1`, with its delivery
+//! time (store time + level delay) as tags code, so the schedule service can tell from the
+//! consume queue alone when it is due.
+
+use crate::error::{Result, StoreError};
+use crate::java_hash;
+use crate::properties::{self, keys};
+
+/// The system topic holding delayed messages.
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+
+/// Parses `"1s 5s 10s 30s 1m ... 2h"` into milliseconds per level (level 1 first).
+pub fn parse_delay_levels(spec: &str) -> Result<Vec<i64>> {
+    spec.split_whitespace()
+        .map(|item| {
+            let (num, unit) = item.split_at(item.len().saturating_sub(1));
+            let factor = match unit {
+                "s" => 1000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                "d" => 86_400_000,
+                _ => 0,
+            };
+            match num.parse::<i64>() {
+                Ok(n) if factor > 0 && n >= 0 => Ok(n * factor),
+                _ => Err(StoreError::InvalidArgument(format!(
+                    "bad messageDelayLevel item {item:?} (expected e.g. 5s, 1m, 2h)"
+                ))),
+            }
+        })
+        .collect()
+}
+
+/// The consume-queue tags code of a record: delivery time for scheduled messages, otherwise
+/// the Java hash of its TAGS.
+pub fn compute_tags_code(
+    topic: &str,
+    props: &str,
+    store_timestamp: i64,
+    delay_levels: &[i64],
+) -> i64 {
+    if topic == SCHEDULE_TOPIC {
+        if let Some(level) =
+            properties::find(props, keys::DELAY_TIME_LEVEL).and_then(|l| l.parse::<usize>().ok())
+        {
+            let level = level.clamp(1, delay_levels.len().max(1));
+            if let Some(delay) = delay_levels.get(level - 1) {
+                return store_timestamp + delay;
+            }
+        }
+        return store_timestamp;
+    }
+    java_hash::tags_code(properties::find(props, keys::TAGS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_levels() {
+        let levels = parse_delay_levels(crate::config::DEFAULT_DELAY_LEVELS).unwrap();
+        assert_eq!(levels.len(), 18);
+        assert_eq!(levels[0], 1000);
+        assert_eq!(levels[4], 60_000);
+        assert_eq!(levels[17], 7_200_000);
+        assert!(parse_delay_levels("1s 5x").is_err());
+    }
+
+    #[test]
+    fn tags_codes() {
+        let levels = parse_delay_levels("1s 5s").unwrap();
+        let props = properties::encode([("DELAY", "2"), ("TAGS", "TagA")]);
+        assert_eq!(
+            compute_tags_code(SCHEDULE_TOPIC, &props, 100, &levels),
+            5100
+        );
+        assert_eq!(compute_tags_code("T", &props, 100, &levels), 2598919);
+        assert_eq!(compute_tags_code("T", "", 100, &levels), 0);
+    }
+}

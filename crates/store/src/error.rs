@@ -1,0 +1,73 @@
+//! Store errors.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Result alias for the store.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Everything the store can fail with. Corrupt data is an error value, never a panic.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// File-system failure, with the path involved.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// Another process holds the store's `lock` file.
+    #[error("store {0} is locked by another process (a broker is already running on it)")]
+    Locked(PathBuf),
+    /// A record or file does not match the RocketMQ layout.
+    #[error("corrupt data in {what}: {reason}")]
+    Corrupt {
+        /// Which file or structure.
+        what: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A caller passed something the store refuses (bad topic, oversized message, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The message is larger than `maxMessageSize`.
+    #[error("message of {size} bytes exceeds maxMessageSize {max}")]
+    MessageTooLarge {
+        /// Encoded record size.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The store was shut down.
+    #[error("store is shut down")]
+    ShutDown,
+    /// A config file did not parse.
+    #[error("config file {path}: {reason}")]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        reason: String,
+    },
+}
+
+impl StoreError {
+    /// Wraps an I/O error with its path.
+    pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        StoreError::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A corruption report.
+    pub fn corrupt(what: impl Into<String>, reason: impl Into<String>) -> Self {
+        StoreError::Corrupt {
+            what: what.into(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! One fixed-size file mapped into memory, written append-only.
+//!
+//! Invariants:
+//! - bytes below `wrote` are immutable once published (a Release store of `wrote`), so any
+//!   number of readers may hold slices of them while the single writer appends above;
+//! - only [`crate::mapped_file_queue::QueueWriter`] writes, and it holds the queue's write lock,
+//!   so there is never more than one writer of a file;
+//! - `flushed <= wrote <= size`.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use memmap2::MmapRaw;
+
+use crate::error::{Result, StoreError};
+
+/// Names of store files: the start offset, zero-padded to 20 digits.
+pub fn file_name(offset: u64) -> String {
+    format!("{offset:020}")
+}
+
+/// Parses a 20-digit file name; anything else is not a store file.
+pub fn parse_file_name(name: &str) -> Option<u64> {
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| name.parse().ok())
+        .flatten()
+}
+
+/// A memory-mapped store file.
+pub struct MappedFile {
+    path: PathBuf,
+    from_offset: u64,
+    size: usize,
+    map: MmapRaw,
+    _file: File,
+    wrote: AtomicUsize,
+    flushed: AtomicUsize,
+}
+
+impl std::fmt::Debug for MappedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFile")
+            .field("path", &self.path)
+            .field("wrote", &self.wrote())
+            .finish()
+    }
+}
+
+impl MappedFile {
+    /// Creates (or reuses, zero-extended) `dir/<20-digit from_offset>` of `size` bytes.
+    pub fn create(dir: &Path, from_offset: u64, size: usize) -> Result<Self> {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let path = dir.join(file_name(from_offset));
+        Self::map(path, from_offset, size, true)
+    }
+
+    /// Maps an existing file; a file shorter than `size` (cut short by a crash or a copy) is
+    /// extended with zeroes, which readers see as unwritten space. A longer one is refused.
+    pub fn open(path: &Path, size: usize) -> Result<Self> {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let from_offset = parse_file_name(name).ok_or_else(|| {
+            StoreError::corrupt(path.display().to_string(), "not a 20-digit store file name")
+        })?;
+        Self::map(path.to_path_buf(), from_offset, size, false)
+    }
+
+    fn map(path: PathBuf, from_offset: u64, size: usize, create: bool) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        if len > size as u64 {
+            return Err(StoreError::corrupt(
+                path.display().to_string(),
+                format!("file is {len} bytes, larger than the configured {size}"),
+            ));
+        }
+        if len < size as u64 {
+            if !create && len > 0 {
+                tracing::warn!(path = %path.display(), len, size, "store file shorter than configured; zero-extending");
+            }
+            file.set_len(size as u64)
+                .map_err(|e| StoreError::io(&path, e))?;
+        }
+        let map = MmapRaw::map_raw(&file).map_err(|e| StoreError::io(&path, e))?;
+        Ok(MappedFile {
+            path,
+            from_offset,
+            size,
+            map,
+            _file: file,
+            wrote: AtomicUsize::new(0),
+            flushed: AtomicUsize::new(0),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Global offset of the file's first byte.
+    pub fn from_offset(&self) -> u64 {
+        self.from_offset
+    }
+
+    /// Capacity in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// Bytes written and visible to readers.
+    pub fn wrote(&self) -> usize {
+        self.wrote.load(Ordering::Acquire)
+    }
+
+    /// Bytes known to be on disk.
+    pub fn flushed(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    /// Free bytes.
+    pub fn remaining(&self) -> usize {
+        self.size - self.wrote()
+    }
+
+    /// Whether no more bytes fit.
+    pub fn is_full(&self) -> bool {
+        self.wrote() == self.size
+    }
+
+    /// Written bytes `[pos, pos+len)`, if all are below the write position.
+    pub fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.wrote() {
+            return None;
+        }
+        // SAFETY: [pos, end) is below the published write position, hence immutable and
+        // initialised; the mapping lives as long as `self`.
+        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
+    }
+
+    /// Written bytes from `pos` to the write position.
+    pub fn read_from(&self, pos: usize) -> Option<&[u8]> {
+        let wrote = self.wrote();
+        (pos <= wrote)
+            .then(|| self.read(pos, wrote - pos))
+            .flatten()
+    }
+
+    /// The same bytes as [`MappedFile::read`], as `Bytes` that keep the file mapped: no copy.
+    pub fn slice(self: &Arc<Self>, pos: usize, len: usize) -> Option<Bytes> {
+        self.read(pos, len)?;
+        Some(Bytes::from_owner(MappedSlice {
+            file: self.clone(),
+            pos,
+            len,
+        }))
+    }
+
+    /// The whole mapping, written or not: for recovery scans before any writer starts.
+    ///
+    /// # Safety
+    /// No writer may write this file while the slice lives.
+    pub(crate) unsafe fn whole(&self) -> &[u8] {
+        std::slice::from_raw_parts(self.map.as_ptr(), self.size)
+    }
+
+    /// Mutable access to unpublished bytes `[pos, pos+len)`.
+    ///
+    /// # Safety
+    /// The caller is the file's only writer (holds the queue's write lock), `pos >= wrote()`,
+    /// and `pos + len <= size`.
+    // The mapping is shared by readers (below `wrote`) and the one writer (above it); the
+    // caller's write lock is what makes this `&mut` exclusive, hence the allow.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn region_mut(&self, pos: usize, len: usize) -> &mut [u8] {
+        debug_assert!(pos >= self.wrote() && pos + len <= self.size);
+        std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(pos), len)
+    }
+
+    /// Makes bytes below `wrote` visible to readers.
+    pub(crate) fn publish(&self, wrote: usize) {
+        debug_assert!(wrote <= self.size);
+        self.wrote.store(wrote, Ordering::Release);
+    }
+
+    /// Sets the write position during recovery (also lowering `flushed` to match).
+    pub(crate) fn reset_positions(&self, wrote: usize) {
+        self.wrote.store(wrote, Ordering::Release);
+        self.flushed.store(wrote, Ordering::Release);
+    }
+
+    /// Zeroes the stale bytes from `pos` up to the first all-zero page: a torn or truncated
+    /// tail must not survive, or a later recovery could read it back as records once new
+    /// appends end just before it. Records are contiguous, so stale data ends at a zero page.
+    ///
+    /// # Safety
+    /// Same contract as [`MappedFile::region_mut`]; `pos` must be the write position.
+    pub(crate) unsafe fn zero_tail(&self, pos: usize) {
+        const PAGE: usize = 4096;
+        let mut start = pos;
+        while start < self.size {
+            let end = ((start / PAGE) + 1) * PAGE;
+            let end = end.min(self.size);
+            let chunk = self.region_mut(start, end - start);
+            if chunk.iter().all(|b| *b == 0) {
+                if start % PAGE == 0 {
+                    break;
+                }
+            } else {
+                chunk.fill(0);
+            }
+            start = end;
+        }
+    }
+
+    /// Writes dirty pages to disk; returns the new flushed position.
+    pub fn flush(&self) -> Result<usize> {
+        let wrote = self.wrote();
+        let flushed = self.flushed();
+        if wrote > flushed {
+            self.map
+                .flush_range(flushed, wrote - flushed)
+                .map_err(|e| StoreError::io(&self.path, e))?;
+            self.flushed.store(wrote, Ordering::Release);
+        }
+        Ok(wrote)
+    }
+
+    /// Bytes written but not yet flushed.
+    pub fn dirty(&self) -> usize {
+        self.wrote() - self.flushed()
+    }
+}
+
+/// An owner that keeps a file mapped while `Bytes` point into it.
+struct MappedSlice {
+    file: Arc<MappedFile>,
+    pos: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for MappedSlice {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY-relevant: `slice` checked the range is published, and published bytes never
+        // change, so this cannot fail; fall back to empty rather than panic.
+        self.file.read(self.pos, self.len).unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert_eq!(file_name(1073741824), "00000000001073741824");
+        assert_eq!(parse_file_name("00000000001073741824"), Some(1073741824));
+        assert_eq!(parse_file_name("0000000000107374182x"), None);
+        assert_eq!(parse_file_name("123"), None);
+    }
+
+    #[test]
+    fn short_file_is_extended_long_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file_name(0));
+        std::fs::write(&path, [1u8; 10]).unwrap();
+        let f = MappedFile::open(&path, 4096).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
+        drop(f);
+        assert!(MappedFile::open(&path, 1024).is_err());
+    }
+}

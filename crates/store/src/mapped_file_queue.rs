@@ -1,0 +1,260 @@
+//! A directory of same-size mapped files forming one logical byte sequence.
+//!
+//! Readers take a snapshot of the file list (an `RwLock` held only to clone `Arc`s); the one
+//! writer goes through [`QueueWriter`], which holds the queue's write lock for its lifetime.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, MutexGuard, RwLock};
+
+use crate::error::{Result, StoreError};
+use crate::mapped_file::{parse_file_name, MappedFile};
+
+/// Files of one CommitLog or ConsumeQueue.
+#[derive(Debug)]
+pub struct MappedFileQueue {
+    dir: PathBuf,
+    file_size: usize,
+    files: RwLock<Vec<Arc<MappedFile>>>,
+    write_lock: Mutex<()>,
+}
+
+impl MappedFileQueue {
+    /// A queue over `dir` (not yet loaded).
+    pub fn new(dir: impl Into<PathBuf>, file_size: usize) -> Self {
+        MappedFileQueue {
+            dir: dir.into(),
+            file_size,
+            files: RwLock::new(Vec::new()),
+            write_lock: Mutex::new(()),
+        }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Size of each file.
+    pub fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    /// Maps the existing files, in offset order. Names must be 20 digits and consecutive.
+    pub fn load(&self) -> Result<()> {
+        let mut found = Vec::new();
+        match std::fs::read_dir(&self.dir) {
+            Ok(entries) => {
+                for entry in entries {
+                    let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+                    let name = entry.file_name();
+                    let Some(offset) = name.to_str().and_then(parse_file_name) else {
+                        tracing::debug!(file = ?entry.path(), "ignoring non-store file");
+                        continue;
+                    };
+                    found.push((offset, entry.path()));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(StoreError::io(&self.dir, e)),
+        }
+        found.sort();
+        let mut files = Vec::with_capacity(found.len());
+        for (i, (offset, path)) in found.iter().enumerate() {
+            if offset % self.file_size as u64 != 0 {
+                return Err(StoreError::corrupt(
+                    path.display().to_string(),
+                    format!(
+                        "offset {offset} is not a multiple of the file size {}",
+                        self.file_size
+                    ),
+                ));
+            }
+            if i > 0 && found[i - 1].0 + self.file_size as u64 != *offset {
+                return Err(StoreError::corrupt(
+                    self.dir.display().to_string(),
+                    format!(
+                        "file {offset:020} does not follow {:020}: a file is missing",
+                        found[i - 1].0
+                    ),
+                ));
+            }
+            let file = MappedFile::open(path, self.file_size)?;
+            // Until recovery says otherwise, every loaded file counts as fully written.
+            file.reset_positions(self.file_size);
+            files.push(Arc::new(file));
+        }
+        *self.files.write() = files;
+        Ok(())
+    }
+
+    /// A snapshot of the files.
+    pub fn files(&self) -> Vec<Arc<MappedFile>> {
+        self.files.read().clone()
+    }
+
+    /// Whether there are no files.
+    pub fn is_empty(&self) -> bool {
+        self.files.read().is_empty()
+    }
+
+    /// The first file.
+    pub fn first_file(&self) -> Option<Arc<MappedFile>> {
+        self.files.read().first().cloned()
+    }
+
+    /// The last file.
+    pub fn last_file(&self) -> Option<Arc<MappedFile>> {
+        self.files.read().last().cloned()
+    }
+
+    /// The file holding global `offset`, if any.
+    pub fn find(&self, offset: u64) -> Option<Arc<MappedFile>> {
+        let files = self.files.read();
+        let first = files.first()?.from_offset();
+        if offset < first {
+            return None;
+        }
+        let idx = ((offset - first) / self.file_size as u64) as usize;
+        files.get(idx).cloned()
+    }
+
+    /// Offset of the first byte still stored.
+    pub fn min_offset(&self) -> u64 {
+        self.first_file().map(|f| f.from_offset()).unwrap_or(0)
+    }
+
+    /// Offset just past the last written byte.
+    pub fn max_offset(&self) -> u64 {
+        self.last_file()
+            .map(|f| f.from_offset() + f.wrote() as u64)
+            .unwrap_or(0)
+    }
+
+    /// Offset just past the last flushed byte.
+    pub fn flushed_offset(&self) -> u64 {
+        let files = self.files.read();
+        for f in files.iter().rev() {
+            if f.flushed() > 0 {
+                return f.from_offset() + f.flushed() as u64;
+            }
+        }
+        files.first().map(|f| f.from_offset()).unwrap_or(0)
+    }
+
+    /// Flushes every file with unflushed bytes.
+    pub fn flush(&self) -> Result<()> {
+        for f in self.files() {
+            if f.dirty() > 0 {
+                f.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes written but not flushed.
+    pub fn dirty_bytes(&self) -> usize {
+        self.files.read().iter().map(|f| f.dirty()).sum()
+    }
+
+    /// Takes the write lock.
+    pub fn writer(&self) -> QueueWriter<'_> {
+        QueueWriter {
+            queue: self,
+            _guard: self.write_lock.lock(),
+        }
+    }
+
+    /// Removes the files ending at or before `offset`, keeping at least the last file.
+    /// Returns how many were deleted.
+    pub fn delete_files_before(&self, offset: u64) -> Result<usize> {
+        let _w = self.write_lock.lock();
+        let mut files = self.files.write();
+        let mut n = 0;
+        while files.len() > 1 && files[0].from_offset() + self.file_size as u64 <= offset {
+            let f = files.remove(0);
+            std::fs::remove_file(f.path()).map_err(|e| StoreError::io(f.path(), e))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+/// Exclusive writer of a [`MappedFileQueue`].
+pub struct QueueWriter<'a> {
+    queue: &'a MappedFileQueue,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl QueueWriter<'_> {
+    /// The last file, creating the first one (at `first_offset`) or the next one when full.
+    pub fn current_file(&mut self, first_offset: u64) -> Result<Arc<MappedFile>> {
+        if let Some(last) = self.queue.last_file() {
+            if !last.is_full() {
+                return Ok(last);
+            }
+            return self.create(last.from_offset() + self.queue.file_size as u64);
+        }
+        let aligned = first_offset - first_offset % self.queue.file_size as u64;
+        self.create(aligned)
+    }
+
+    fn create(&mut self, offset: u64) -> Result<Arc<MappedFile>> {
+        let file = Arc::new(MappedFile::create(
+            &self.queue.dir,
+            offset,
+            self.queue.file_size,
+        )?);
+        self.queue.files.write().push(file.clone());
+        Ok(file)
+    }
+
+    /// Writes `len` bytes produced by `fill` at the write position of `file` and publishes them.
+    /// `file` must be this queue's current file and have `len` bytes free.
+    pub fn append_with(&mut self, file: &MappedFile, len: usize, fill: impl FnOnce(&mut [u8])) {
+        let pos = file.wrote();
+        assert!(
+            pos + len <= file.size(),
+            "append past the end of {}",
+            file.path().display()
+        );
+        // SAFETY: we hold the write lock, so we are the only writer; pos is the write position
+        // and the assert above keeps the range inside the file.
+        let region = unsafe { file.region_mut(pos, len) };
+        fill(region);
+        file.publish(pos + len);
+    }
+
+    /// Marks the rest of `file` as used (after its end-of-file filler was written).
+    pub fn seal(&mut self, file: &MappedFile) {
+        file.publish(file.size());
+    }
+
+    /// Recovery: sets the write position to global `offset`; zeroes what lies above it in that
+    /// file and deletes later files.
+    pub fn truncate_to(&mut self, offset: u64) -> Result<()> {
+        let mut files = self.queue.files.write();
+        while let Some(last) = files.last() {
+            if last.from_offset() > offset {
+                let f = files.pop().expect("non-empty");
+                std::fs::remove_file(f.path()).map_err(|e| StoreError::io(f.path(), e))?;
+                tracing::info!(file = %f.path().display(), "deleted file past the recovered end");
+                continue;
+            }
+            break;
+        }
+        let size = self.queue.file_size as u64;
+        for f in files.iter() {
+            let start = f.from_offset();
+            let pos = offset.saturating_sub(start).min(size) as usize;
+            f.reset_positions(pos);
+            if pos < f.size() {
+                // SAFETY: recovery runs before any other writer or reader uses the queue,
+                // and pos is now the write position.
+                unsafe { f.zero_tail(pos) };
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,131 @@
+use proptest::prelude::*;
+use rocketpy_store::{GetMessageStatus, PutStatus};
+
+use crate::common::{body_of, message, open};
+
+#[test]
+fn put_and_get_across_file_boundaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let mut expected = [Vec::new(), Vec::new()];
+    for i in 0..2000usize {
+        let q = (i % 2) as i32;
+        let body = format!("message-{i}-{}", "x".repeat(i % 300)).into_bytes();
+        let r = store
+            .put_message(message("T", q, body.clone(), "TagA"))
+            .unwrap();
+        assert_eq!(r.status, PutStatus::PutOk);
+        assert_eq!(r.append.logics_offset, expected[q as usize].len() as i64);
+        expected[q as usize].push(body);
+    }
+    assert!(
+        store.commit_log_files().len() > 3,
+        "files should have rolled"
+    );
+    for q in 0..2 {
+        assert_eq!(store.max_offset_in_queue("T", q), 1000);
+        let mut offset = 0;
+        let mut got = Vec::new();
+        while offset < 1000 {
+            let r = store.get_message("T", q, offset, 32, None);
+            assert_eq!(r.status, GetMessageStatus::Found);
+            for m in &r.messages {
+                got.push(body_of(m));
+            }
+            assert!(r.next_begin_offset > offset);
+            offset = r.next_begin_offset;
+        }
+        assert_eq!(got, expected[q as usize]);
+    }
+    let r = store.get_message("T", 0, 1000, 32, None);
+    assert_eq!(r.status, GetMessageStatus::OffsetOverflowOne);
+    assert_eq!(
+        store.get_message("T", 0, 5000, 32, None).status,
+        GetMessageStatus::OffsetOverflowBadly
+    );
+    assert_eq!(
+        store.get_message("Nope", 0, 0, 32, None).status,
+        GetMessageStatus::NoMatchedLogicQueue
+    );
+    store.shutdown().unwrap();
+}
+
+#[test]
+fn tag_filter_skips_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for i in 0..10 {
+        let tag = if i % 2 == 0 { "A" } else { "B" };
+        store.put_message(message("T", 0, vec![i], tag)).unwrap();
+    }
+    let code_a = rocketpy_store::java_hash::tags_code(Some("A"));
+    let filter = move |code: i64| code == code_a;
+    let r = store.get_message("T", 0, 0, 32, Some(&filter));
+    assert_eq!(r.messages.len(), 5);
+    assert_eq!(r.queue_offsets, vec![0, 2, 4, 6, 8]);
+    assert_eq!(r.next_begin_offset, 10);
+    let none = |_: i64| false;
+    let r = store.get_message("T", 0, 0, 32, Some(&none));
+    assert_eq!(r.status, GetMessageStatus::NoMatchedMessage);
+    assert_eq!(r.next_begin_offset, 10);
+}
+
+#[test]
+fn refuses_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for topic in ["../x", "a/b", "", "a\0b"] {
+        assert!(
+            store.put_message(message(topic, 0, vec![1], "A")).is_err(),
+            "{topic:?}"
+        );
+    }
+    assert!(store.put_message(message("T", -1, vec![1], "A")).is_err());
+    assert!(store
+        .put_message(message("T", 0, vec![0; 5 * 1024 * 1024], "A"))
+        .is_err());
+    // A message that cannot fit in one 64 KiB CommitLog file.
+    assert!(store
+        .put_message(message("T", 0, vec![0; 70 * 1024], "A"))
+        .is_err());
+    assert!(!dir.path().join("x").exists());
+    assert!(!dir
+        .path()
+        .join("consumequeue")
+        .join("..")
+        .join("x")
+        .exists());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Random sizes and counts across file boundaries: every message comes back identical,
+    /// offsets contiguous, before and after a restart.
+    #[test]
+    fn random_messages_round_trip(sizes in proptest::collection::vec(0usize..6000, 1..300)) {
+        let dir = tempfile::tempdir().unwrap();
+        let bodies: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, n)| (0..*n).map(|j| (i + j) as u8).collect()).collect();
+        {
+            let store = open(dir.path());
+            for (i, b) in bodies.iter().enumerate() {
+                let r = store.put_message(message("P", 0, b.clone(), "T")).unwrap();
+                prop_assert_eq!(r.append.logics_offset, i as i64);
+            }
+            store.shutdown().unwrap();
+        }
+        let store = open(dir.path());
+        let mut offset = 0i64;
+        let mut got = Vec::new();
+        while (offset as usize) < bodies.len() {
+            let r = store.get_message("P", 0, offset, 32, None);
+            prop_assert_eq!(r.status, GetMessageStatus::Found);
+            for (m, q) in r.messages.iter().zip(&r.queue_offsets) {
+                prop_assert_eq!(*q, got.len() as i64);
+                got.push(body_of(m));
+            }
+            offset = r.next_begin_offset;
+        }
+        prop_assert_eq!(got, bodies);
+    }
+}

@@ -1,0 +1,5 @@
+"""``python -m rocketpy``: the same as the ``rocketpy`` command."""
+
+from rocketpy.cli import main
+
+main()

@@ -1,0 +1,74 @@
+"""Small helpers: local address, RocketMQ-compatible unique message ids."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import os
+import socket
+import threading
+import time
+
+_local_ip: str | None = None
+
+
+def local_ip() -> str:
+    """The host's primary IPv4 address (the source of a route outward; no packet is sent),
+    or 127.0.0.1 when there is no such route."""
+    global _local_ip
+    if _local_ip is None:
+        ip = "127.0.0.1"
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.connect(("192.0.2.1", 9))
+                ip = s.getsockname()[0]
+        except OSError:
+            pass
+        _local_ip = ip
+    return _local_ip
+
+
+def now_millis() -> int:
+    """Wall-clock milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+class UniqueIdGenerator:
+    """Message ids in the layout of RocketMQ's ``MessageClientIDSetter`` (32 hex digits):
+    ip (4 bytes) | pid (2) | instance hash (4) | ms since the start of the month (4) |
+    counter (2)."""
+
+    def __init__(self) -> None:
+        ip = bytes(int(p) for p in local_ip().split("."))
+        prefix = (
+            ip
+            + (os.getpid() & 0xFFFF).to_bytes(2, "big")
+            + (id(self) & 0xFFFFFFFF).to_bytes(4, "big")
+        )
+        self._prefix = prefix.hex().upper()
+        self._counter = itertools.count()
+        self._lock = threading.Lock()
+        self._month_start = 0
+        self._next_month = 0
+
+    def _roll_month(self, now_ms: int) -> None:
+        today = _dt.datetime.fromtimestamp(now_ms / 1000)
+        start = today.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        month = start.month % 12 + 1
+        nxt = start.replace(year=start.year + (start.month == 12), month=month)
+        self._month_start = int(start.timestamp() * 1000)
+        self._next_month = int(nxt.timestamp() * 1000)
+
+    def next(self) -> str:
+        """A new id."""
+        now = now_millis()
+        if now >= self._next_month:
+            with self._lock:
+                if now >= self._next_month:
+                    self._roll_month(now)
+        diff = (now - self._month_start) & 0xFFFFFFFF
+        count = next(self._counter) & 0xFFFF
+        return f"{self._prefix}{diff:08X}{count:04X}"
+
+
+unique_ids = UniqueIdGenerator()

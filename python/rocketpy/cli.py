@@ -1,0 +1,143 @@
+"""The ``rocketpy`` command: ``namesrv``, ``broker`` and ``dev`` (both in one process)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from rocketpy import __version__
+from rocketpy._native import Broker, NameServer, init_logging
+from rocketpy.errors import RocketpyError
+from rocketpy.server import DevServer, default_dev_store
+
+
+def _wait_for_stop() -> None:
+    """Blocks until SIGINT or SIGTERM."""
+    stop = threading.Event()
+
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, handler)
+    signal.signal(signal.SIGTERM, handler)
+    while not stop.wait(0.5):
+        pass
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _overrides(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"rocketpy: --set expects key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_namesrv(args: argparse.Namespace) -> None:
+    server = NameServer.start(args.host, args.port)
+    _say(f"rocketpy name server listening on {server.address}")
+    _wait_for_stop()
+    server.shutdown()
+    _say("rocketpy name server stopped")
+
+
+def cmd_broker(args: argparse.Namespace) -> None:
+    text = Path(args.config).read_text() if args.config else None
+    overrides = _overrides(args.set)
+    if args.namesrv:
+        overrides["namesrvAddr"] = args.namesrv
+    if args.port is not None:
+        overrides["listenPort"] = str(args.port)
+    if args.store_dir:
+        overrides["storePathRootDir"] = args.store_dir
+    if args.host:
+        overrides["bindAddress"] = args.host
+    broker = Broker.start(text, overrides)
+    _say(
+        f"rocketpy broker listening on {broker.address} as {broker.broker_addr} (store: {broker.store_path})"
+    )
+    _wait_for_stop()
+    broker.shutdown()
+    _say("rocketpy broker stopped")
+
+
+def cmd_dev(args: argparse.Namespace) -> None:
+    dev = DevServer(
+        host=args.host,
+        namesrv_port=args.namesrv_port,
+        broker_port=args.port,
+        store_dir=args.store_dir or default_dev_store(),
+        broker_config=_overrides(args.set),
+    ).start()
+    _say(
+        f"rocketpy dev ready: namesrv={dev.namesrv_addr} broker={dev.broker_addr} store={dev.store_dir}"
+    )
+    _wait_for_stop()
+    dev.stop()
+    _say("rocketpy dev stopped")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser."""
+    p = argparse.ArgumentParser(
+        prog="rocketpy", description="RocketMQ-compatible messaging for Python."
+    )
+    p.add_argument("--version", action="version", version=f"rocketpy {__version__}")
+    p.add_argument(
+        "--log-level", default="info", help="error, warn, info, debug or trace (RUST_LOG wins)"
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ns = sub.add_parser("namesrv", help="run a name server")
+    ns.add_argument("--host", default="0.0.0.0")
+    ns.add_argument("--port", type=int, default=9876)
+    ns.set_defaults(func=cmd_namesrv)
+
+    br = sub.add_parser("broker", help="run a broker")
+    br.add_argument("-n", "--namesrv", help="name servers, host:port;host:port")
+    br.add_argument("-c", "--config", help="broker.conf (RocketMQ key names)")
+    br.add_argument("--port", type=int, help="listenPort (default 10911)")
+    br.add_argument("--host", help="interface to bind (default all)")
+    br.add_argument("--store-dir", help="storePathRootDir (default ~/store)")
+    br.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"
+    )
+    br.set_defaults(func=cmd_broker)
+
+    dev = sub.add_parser("dev", help="run a name server and a broker in one process")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--namesrv-port", type=int, default=9876)
+    dev.add_argument("--port", type=int, default=10911, help="broker port")
+    dev.add_argument("--store-dir", help=f"store root (default {default_dev_store()})")
+    dev.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"
+    )
+    dev.set_defaults(func=cmd_dev)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``rocketpy`` command."""
+    args = parser().parse_args(argv)
+    init_logging(args.log_level)
+    try:
+        args.func(args)
+    except RocketpyError as e:
+        print(f"rocketpy: {e}", file=sys.stderr)
+        raise SystemExit(1) from e
+    except OSError as e:
+        print(f"rocketpy: {e}", file=sys.stderr)
+        raise SystemExit(1) from e
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Client internals shared by producers and consumers (RocketMQ's ``MQClientInstance``)."""

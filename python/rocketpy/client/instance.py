@@ -1,0 +1,388 @@
+"""``ClientInstance``: what producers and consumers of one client id share (RocketMQ's
+``MQClientInstance``): the remoting client, name server fail-over, the route cache refreshed
+every 30 s, heartbeats to every broker, and the rebalance service."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from rocketpy._native import RemotingClient, RemotingResponse
+from rocketpy._util import local_ip
+from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
+from rocketpy.client.scheduler import Scheduler
+from rocketpy.errors import BrokerResponseError, ClientError, RemotingError
+from rocketpy.message import MessageQueue
+from rocketpy.protocol import MASTER_ID, RequestCode, ResponseCode
+
+log = logging.getLogger("rocketpy.client")
+
+
+@dataclass
+class ClientConfig:
+    """Settings shared by a client instance (RocketMQ's ``ClientConfig`` names in snake case).
+
+    Attributes:
+        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        instance_name: part of the client id (``ip@instance_name``); clients with the same
+            name in one process share one instance. Default: the process id.
+        poll_name_server_interval_ms: route refresh period.
+        heartbeat_broker_interval_ms: heartbeat period.
+        persist_consumer_offset_interval_ms: offset commit period.
+        rebalance_interval_ms: rebalance period (also on NOTIFY_CONSUMER_IDS_CHANGED).
+        request_timeout_ms: timeout of name server and admin requests.
+    """
+
+    namesrv_addr: str
+    instance_name: str | None = None
+    poll_name_server_interval_ms: int = 30_000
+    heartbeat_broker_interval_ms: int = 30_000
+    persist_consumer_offset_interval_ms: int = 5_000
+    rebalance_interval_ms: int = 20_000
+    request_timeout_ms: int = 3_000
+
+    def namesrv_list(self) -> list[str]:
+        """The name server addresses."""
+        addrs = [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+        if not addrs:
+            raise ClientError("namesrv_addr is empty: give at least one name server host:port")
+        return addrs
+
+
+class ProducerLike(Protocol):
+    """What the instance needs from a producer."""
+
+    group: str
+
+    def topics(self) -> set[str]: ...
+
+    def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
+
+
+class ConsumerLike(Protocol):
+    """What the instance needs from a consumer."""
+
+    group: str
+
+    def subscribed_topics(self) -> set[str]: ...
+
+    def consumer_data(self) -> dict[str, Any]: ...
+
+    def update_subscribe_queues(self, topic: str, queues: list[MessageQueue]) -> None: ...
+
+    def do_rebalance(self) -> None: ...
+
+    def persist_offsets(self) -> None: ...
+
+
+def check(resp: RemotingResponse, addr: str, *ok: int) -> RemotingResponse:
+    """``resp`` if its code is SUCCESS or one of ``ok``, else a :class:`BrokerResponseError`."""
+    if resp.code == ResponseCode.SUCCESS or resp.code in ok:
+        return resp
+    raise BrokerResponseError(resp.code, resp.remark, addr)
+
+
+class ClientInstance:
+    """Shared by every producer and consumer with the same client id. Get one with
+    :meth:`ClientInstance.acquire`; release it with :meth:`release`."""
+
+    _registry: ClassVar[dict[str, ClientInstance]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, client_id: str, config: ClientConfig) -> None:
+        self.client_id = client_id
+        self.config = config
+        self._namesrv = config.namesrv_list()
+        self._namesrv_index = 0
+        self.remoting = RemotingClient(request_handler=self._on_server_request)
+        self._lock = threading.RLock()
+        self._producers: dict[str, ProducerLike] = {}
+        self._consumers: dict[str, ConsumerLike] = {}
+        self._routes: dict[str, TopicRouteData] = {}
+        self._broker_addrs: dict[str, dict[int, str]] = {}
+        self._users = 0
+        self._started = False
+        self._scheduler: Scheduler | None = None
+        self._rebalance_wakeup = threading.Event()
+        self._rebalance_thread: threading.Thread | None = None
+        self._closing = threading.Event()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    @classmethod
+    def acquire(cls, config: ClientConfig, group: str, kind: str) -> ClientInstance:
+        """The started instance for ``config``'s client id. When no instance name was given
+        and the default instance already has a client of this group and kind, a fresh
+        instance is used so several clients of one group can live in one process."""
+        with cls._registry_lock:
+            base = config.instance_name or str(os.getpid())
+            n = 0
+            while True:
+                name = base if n == 0 else f"{base}#{n}"
+                client_id = f"{local_ip()}@{name}"
+                inst = cls._registry.get(client_id)
+                if inst is None:
+                    inst = ClientInstance(client_id, config)
+                    cls._registry[client_id] = inst
+                if not inst._has(group, kind):
+                    break
+                if config.instance_name:
+                    raise ClientError(
+                        f"a {kind} of group {group!r} already exists in instance {name!r}; "
+                        "use another group or instance_name"
+                    )
+                n += 1
+            inst._users += 1
+            inst._start()
+            return inst
+
+    def release(self) -> None:
+        """Drops one user; the last one shuts the instance down."""
+        with ClientInstance._registry_lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            ClientInstance._registry.pop(self.client_id, None)
+        self._shutdown()
+
+    def _has(self, group: str, kind: str) -> bool:
+        with self._lock:
+            return group in (self._producers if kind == "producer" else self._consumers)
+
+    def _start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        c = self.config
+        self._scheduler = Scheduler(f"rocketpy-{self.client_id}")
+        self._scheduler.every(
+            0.01, c.poll_name_server_interval_ms / 1000, self._safe(self.refresh_routes)
+        )
+        self._scheduler.every(
+            1.0, c.heartbeat_broker_interval_ms / 1000, self._safe(self.send_heartbeat)
+        )
+        self._scheduler.every(
+            c.persist_consumer_offset_interval_ms / 1000,
+            c.persist_consumer_offset_interval_ms / 1000,
+            self._safe(self._persist_all_offsets),
+        )
+        self._rebalance_thread = threading.Thread(
+            target=self._rebalance_loop, name=f"rocketpy-rebalance-{self.client_id}", daemon=True
+        )
+        self._rebalance_thread.start()
+
+    def _shutdown(self) -> None:
+        self._closing.set()
+        self._rebalance_wakeup.set()
+        if self._scheduler:
+            self._scheduler.stop()
+        if self._rebalance_thread and self._rebalance_thread is not threading.current_thread():
+            self._rebalance_thread.join(timeout=10)
+        self.remoting.shutdown()
+
+    @staticmethod
+    def _safe(fn: Any) -> Any:
+        def run() -> None:
+            try:
+                fn()
+            except Exception as e:
+                log.warning("%s failed: %s", getattr(fn, "__name__", fn), e)
+
+        return run
+
+    # -- registration -----------------------------------------------------------------------
+
+    def register_producer(self, producer: ProducerLike) -> None:
+        """Adds a producer (its group must be new in this instance)."""
+        with self._lock:
+            if producer.group in self._producers:
+                raise ClientError(f"producer group {producer.group!r} already registered")
+            self._producers[producer.group] = producer
+
+    def unregister_producer(self, group: str) -> None:
+        """Removes a producer and tells the brokers."""
+        with self._lock:
+            self._producers.pop(group, None)
+        self._unregister_client(producer_group=group)
+
+    def register_consumer(self, consumer: ConsumerLike) -> None:
+        """Adds a consumer (its group must be new in this instance)."""
+        with self._lock:
+            if consumer.group in self._consumers:
+                raise ClientError(f"consumer group {consumer.group!r} already registered")
+            self._consumers[consumer.group] = consumer
+
+    def unregister_consumer(self, group: str) -> None:
+        """Removes a consumer and tells the brokers (they notify the rest of the group)."""
+        with self._lock:
+            self._consumers.pop(group, None)
+        self._unregister_client(consumer_group=group)
+
+    def _unregister_client(self, producer_group: str = "", consumer_group: str = "") -> None:
+        fields = {"clientID": self.client_id}
+        if producer_group:
+            fields["producerGroup"] = producer_group
+        if consumer_group:
+            fields["consumerGroup"] = consumer_group
+        for addr in self._all_broker_addrs():
+            try:
+                self.remoting.invoke(addr, RequestCode.UNREGISTER_CLIENT, fields, None, 3000)
+            except Exception as e:
+                log.debug("UNREGISTER_CLIENT to %s failed: %s", addr, e)
+
+    # -- name servers and routes ------------------------------------------------------------
+
+    def invoke_namesrv(
+        self, code: int, fields: dict[str, str], timeout_ms: int | None = None
+    ) -> RemotingResponse:
+        """Sends to the current name server, failing over to the others in turn."""
+        timeout = timeout_ms or self.config.request_timeout_ms
+        last: Exception | None = None
+        for _ in range(len(self._namesrv)):
+            addr = self._namesrv[self._namesrv_index % len(self._namesrv)]
+            try:
+                return self.remoting.invoke(addr, code, fields, None, timeout)
+            except RemotingError as e:
+                last = e
+                log.debug("name server %s failed (%s); trying the next", addr, e)
+                self._namesrv_index += 1
+        raise ClientError(f"no name server answered (tried {self._namesrv}): {last}")
+
+    def fetch_route(self, topic: str) -> TopicRouteData | None:
+        """The topic's route from a name server; ``None`` if the topic does not exist."""
+        resp = self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        check(resp, "namesrv")
+        return TopicRouteData.decode(resp.body)
+
+    def update_route(self, topic: str) -> TopicRouteData | None:
+        """Refreshes one topic's route and tells the interested clients."""
+        route = self.fetch_route(topic)
+        if route is None:
+            return None
+        self.remember_brokers(route)
+        with self._lock:
+            changed = self._routes.get(topic) != route
+            self._routes[topic] = route
+            producers = list(self._producers.values())
+            consumers = list(self._consumers.values())
+        if changed:
+            log.info("route of %s: %s", topic, route)
+        for p in producers:
+            if topic in p.topics():
+                p.update_publish_info(topic, publish_info(topic, route))
+        for c in consumers:
+            if topic in c.subscribed_topics():
+                c.update_subscribe_queues(topic, subscribe_queues(topic, route))
+        return route
+
+    def refresh_routes(self) -> None:
+        """Refreshes the route of every topic a client of this instance uses."""
+        with self._lock:
+            topics = set()
+            for p in self._producers.values():
+                topics |= p.topics()
+            for c in self._consumers.values():
+                topics |= c.subscribed_topics()
+        for topic in topics:
+            try:
+                self.update_route(topic)
+            except Exception as e:
+                log.warning("route refresh of %s failed: %s", topic, e)
+
+    def remember_brokers(self, route: TopicRouteData) -> None:
+        """Caches the broker addresses of ``route`` (e.g. the TBW102 template's)."""
+        with self._lock:
+            for b in route.broker_datas:
+                self._broker_addrs[b.broker_name] = dict(b.broker_addrs)
+
+    def route(self, topic: str) -> TopicRouteData | None:
+        """The cached route."""
+        with self._lock:
+            return self._routes.get(topic)
+
+    def master_addr(self, broker_name: str) -> str | None:
+        """The master address of a broker group, from the cached routes."""
+        with self._lock:
+            return self._broker_addrs.get(broker_name, {}).get(MASTER_ID)
+
+    def broker_addr(self, broker_name: str) -> str | None:
+        """The master address, or any address of the group."""
+        with self._lock:
+            addrs = self._broker_addrs.get(broker_name, {})
+            if MASTER_ID in addrs:
+                return addrs[MASTER_ID]
+            return next(iter(sorted(addrs.items())), (0, None))[1]
+
+    def _all_broker_addrs(self) -> list[str]:
+        with self._lock:
+            return sorted({a for addrs in self._broker_addrs.values() for a in addrs.values()})
+
+    # -- heartbeats and server requests -----------------------------------------------------
+
+    def heartbeat_data(self) -> dict[str, Any]:
+        """The HeartbeatData body."""
+        with self._lock:
+            return {
+                "clientID": self.client_id,
+                "producerDataSet": [{"groupName": g} for g in self._producers],
+                "consumerDataSet": [c.consumer_data() for c in self._consumers.values()],
+            }
+
+    def send_heartbeat(self) -> None:
+        """Sends a heartbeat to every known broker (masters only when there are no consumers)."""
+        data = self.heartbeat_data()
+        if not data["producerDataSet"] and not data["consumerDataSet"]:
+            return
+        body = json.dumps(data).encode()
+        with self._lock:
+            targets = [
+                addr
+                for addrs in self._broker_addrs.values()
+                for bid, addr in addrs.items()
+                if bid == MASTER_ID or data["consumerDataSet"]
+            ]
+        for addr in sorted(set(targets)):
+            try:
+                check(self.remoting.invoke(addr, RequestCode.HEART_BEAT, {}, body, 3000), addr)
+            except Exception as e:
+                log.warning("heartbeat to %s failed: %s", addr, e)
+
+    def _on_server_request(self, code: int, fields: dict[str, str], body: bytes) -> None:
+        if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
+            log.info("group %s changed; rebalancing now", fields.get("consumerGroup"))
+            self.rebalance_now()
+        else:
+            log.debug("ignoring server request code %s", code)
+
+    # -- rebalance and offsets --------------------------------------------------------------
+
+    def rebalance_now(self) -> None:
+        """Wakes the rebalance service."""
+        self._rebalance_wakeup.set()
+
+    def _rebalance_loop(self) -> None:
+        interval = self.config.rebalance_interval_ms / 1000
+        while not self._closing.is_set():
+            self._rebalance_wakeup.wait(interval)
+            self._rebalance_wakeup.clear()
+            if self._closing.is_set():
+                return
+            with self._lock:
+                consumers = list(self._consumers.values())
+            for c in consumers:
+                try:
+                    c.do_rebalance()
+                except Exception:
+                    log.exception("rebalance of group %s failed", c.group)
+
+    def _persist_all_offsets(self) -> None:
+        with self._lock:
+            consumers = list(self._consumers.values())
+        for c in consumers:
+            c.persist_offsets()

@@ -1,0 +1,1 @@
+"""Consumers: push (listener-driven) consumption with rebalance and committed offsets."""

@@ -1,0 +1,119 @@
+"""Request and response codes of the RocketMQ 4.x remoting protocol (a compatibility surface:
+the numbers must match Apache RocketMQ and ``crates/remoting/src/code.rs``)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+
+class RequestCode:
+    """Request codes."""
+
+    SEND_MESSAGE: Final = 10
+    PULL_MESSAGE: Final = 11
+    QUERY_MESSAGE: Final = 12
+    QUERY_CONSUMER_OFFSET: Final = 14
+    UPDATE_CONSUMER_OFFSET: Final = 15
+    UPDATE_AND_CREATE_TOPIC: Final = 17
+    GET_ALL_TOPIC_CONFIG: Final = 21
+    SEARCH_OFFSET_BY_TIMESTAMP: Final = 29
+    GET_MAX_OFFSET: Final = 30
+    GET_MIN_OFFSET: Final = 31
+    GET_EARLIEST_MSG_STORETIME: Final = 32
+    VIEW_MESSAGE_BY_ID: Final = 33
+    HEART_BEAT: Final = 34
+    UNREGISTER_CLIENT: Final = 35
+    CONSUMER_SEND_MSG_BACK: Final = 36
+    END_TRANSACTION: Final = 37
+    GET_CONSUMER_LIST_BY_GROUP: Final = 38
+    CHECK_TRANSACTION_STATE: Final = 39
+    NOTIFY_CONSUMER_IDS_CHANGED: Final = 40
+    LOCK_BATCH_MQ: Final = 41
+    UNLOCK_BATCH_MQ: Final = 42
+    REGISTER_BROKER: Final = 103
+    UNREGISTER_BROKER: Final = 104
+    GET_ROUTEINFO_BY_TOPIC: Final = 105
+    GET_BROKER_CLUSTER_INFO: Final = 106
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER: Final = 206
+    SEND_MESSAGE_V2: Final = 310
+    SEND_BATCH_MESSAGE: Final = 320
+
+
+class ResponseCode:
+    """Response codes."""
+
+    SUCCESS: Final = 0
+    SYSTEM_ERROR: Final = 1
+    SYSTEM_BUSY: Final = 2
+    REQUEST_CODE_NOT_SUPPORTED: Final = 3
+    FLUSH_DISK_TIMEOUT: Final = 10
+    SLAVE_NOT_AVAILABLE: Final = 11
+    FLUSH_SLAVE_TIMEOUT: Final = 12
+    MESSAGE_ILLEGAL: Final = 13
+    SERVICE_NOT_AVAILABLE: Final = 14
+    NO_PERMISSION: Final = 16
+    TOPIC_NOT_EXIST: Final = 17
+    PULL_NOT_FOUND: Final = 19
+    PULL_RETRY_IMMEDIATELY: Final = 20
+    PULL_OFFSET_MOVED: Final = 21
+    QUERY_NOT_FOUND: Final = 22
+    SUBSCRIPTION_NOT_EXIST: Final = 24
+    SUBSCRIPTION_GROUP_NOT_EXIST: Final = 26
+    INVALID_PARAMETER: Final = 29
+
+
+class PullSysFlag:
+    """Bits of PULL_MESSAGE's ``sysFlag``."""
+
+    COMMIT_OFFSET: Final = 0x1
+    SUSPEND: Final = 0x2
+    SUBSCRIPTION: Final = 0x4
+    CLASS_FILTER: Final = 0x8
+    LITE_PULL: Final = 0x10
+
+
+class MessageSysFlag:
+    """Bits of a message's ``sysFlag``."""
+
+    COMPRESSED: Final = 0x1
+    MULTI_TAGS: Final = 0x2
+    TRANSACTION_PREPARED: Final = 0x4
+    TRANSACTION_COMMIT: Final = 0x8
+    TRANSACTION_ROLLBACK: Final = 0xC
+
+
+class Property:
+    """Well-known message property names (``MessageConst``)."""
+
+    KEYS: Final = "KEYS"
+    TAGS: Final = "TAGS"
+    WAIT_STORE_MSG_OK: Final = "WAIT"
+    DELAY_TIME_LEVEL: Final = "DELAY"
+    RETRY_TOPIC: Final = "RETRY_TOPIC"
+    REAL_TOPIC: Final = "REAL_TOPIC"
+    REAL_QUEUE_ID: Final = "REAL_QID"
+    UNIQ_KEY: Final = "UNIQ_KEY"
+    RECONSUME_TIME: Final = "RECONSUME_TIME"
+    MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
+    CONSUME_START_TIMESTAMP: Final = "CONSUME_START_TIME"
+    PRODUCER_GROUP: Final = "PGROUP"
+
+
+#: Template topic producers use before their topic has a route (auto-creation).
+AUTO_CREATE_TOPIC_KEY: Final = "TBW102"
+#: Prefix of a consumer group's retry topic.
+RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
+#: Prefix of a consumer group's dead-letter topic.
+DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
+#: Broker id of a master.
+MASTER_ID: Final = 0
+
+
+def retry_topic(group: str) -> str:
+    """The retry topic of a consumer group."""
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    """The dead-letter topic of a consumer group."""
+    return DLQ_GROUP_TOPIC_PREFIX + group

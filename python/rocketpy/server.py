@@ -1,0 +1,93 @@
+"""Start and stop rocketpy's servers from Python: a name server, a broker, or both in one
+process (the embedded development setup). They serve from Rust; Python only launches them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from rocketpy._native import Broker, NameServer
+
+__all__ = ["Broker", "DevServer", "NameServer", "default_dev_store"]
+
+
+def default_dev_store() -> Path:
+    """Where ``rocketpy dev`` keeps its store unless told otherwise."""
+    return Path(os.environ.get("ROCKETPY_HOME", Path.home() / ".rocketpy")) / "dev-store"
+
+
+class DevServer:
+    """A name server and a broker in this process, with a local store.
+
+    Args:
+        host: interface to listen on (and address to advertise).
+        namesrv_port: name server port (0 = any free port).
+        broker_port: broker port (0 = any free port).
+        store_dir: the store root (created if missing).
+        broker_config: more broker.conf keys (RocketMQ names), e.g. ``{"flushDiskType": ...}``.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        namesrv_port: int = 9876,
+        broker_port: int = 10911,
+        store_dir: str | os.PathLike[str] | None = None,
+        broker_config: Mapping[str, str] | None = None,
+    ) -> None:
+        self.host = host
+        self.namesrv_port = namesrv_port
+        self.broker_port = broker_port
+        self.store_dir = Path(store_dir) if store_dir else default_dev_store()
+        self.broker_config = dict(broker_config or {})
+        self.namesrv: NameServer | None = None
+        self.broker: Broker | None = None
+
+    def start(self) -> DevServer:
+        """Starts both servers; returns self."""
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self.namesrv = NameServer.start(self.host, self.namesrv_port)
+        overrides = {
+            "namesrvAddr": self.namesrv.address,
+            "listenPort": str(self.broker_port),
+            "bindAddress": self.host,
+            "brokerIP1": self.host if self.host not in ("0.0.0.0", "::") else "127.0.0.1",
+            "storePathRootDir": str(self.store_dir),
+        }
+        overrides.update(self.broker_config)
+        try:
+            self.broker = Broker.start(None, overrides)
+        except BaseException:
+            self.namesrv.shutdown()
+            raise
+        return self
+
+    @property
+    def namesrv_addr(self) -> str:
+        """``host:port`` of the name server."""
+        assert self.namesrv is not None, "not started"
+        return self.namesrv.address
+
+    @property
+    def broker_addr(self) -> str:
+        """``host:port`` clients reach the broker at."""
+        assert self.broker is not None, "not started"
+        return self.broker.broker_addr
+
+    def stop(self) -> None:
+        """Stops the broker (flushing the store) and then the name server."""
+        broker, self.broker = self.broker, None
+        namesrv, self.namesrv = self.namesrv, None
+        try:
+            if broker is not None:
+                broker.shutdown()
+        finally:
+            if namesrv is not None:
+                namesrv.shutdown()
+
+    def __enter__(self) -> DevServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

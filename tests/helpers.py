@@ -1,0 +1,56 @@
+"""Test helpers: collecting consumers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from rocketpy import ConsumeFromWhere, ConsumeStatus, MessageExt, PushConsumer
+
+
+class Collector:
+    """A listener that records every message it sees."""
+
+    def __init__(self) -> None:
+        self.messages: list[MessageExt] = []
+        self._cond = threading.Condition()
+
+    def __call__(self, msgs: list[MessageExt]) -> ConsumeStatus:
+        with self._cond:
+            self.messages.extend(msgs)
+            self._cond.notify_all()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    def wait_for(self, n: int, timeout: float = 60) -> list[MessageExt]:
+        """Waits until at least ``n`` messages arrived; returns them all."""
+        with self._cond:
+            self._cond.wait_for(lambda: len(self.messages) >= n, timeout)
+            return list(self.messages)
+
+
+def start_consumer(
+    group: str,
+    namesrv: str,
+    topic: str,
+    listener: Callable[[list[MessageExt]], ConsumeStatus],
+    expression: str = "*",
+    from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+    **kwargs: object,
+) -> PushConsumer:
+    """A started consumer."""
+    c = PushConsumer(group, namesrv, consume_from_where=from_where, **kwargs)  # type: ignore[arg-type]
+    c.subscribe(topic, expression)
+    c.register_listener(listener)
+    c.start()
+    return c
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 30, interval: float = 0.05) -> bool:
+    """Polls ``cond`` until true or the timeout passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(interval)
+    return cond()

@@ -1,0 +1,112 @@
+"""The ``rocketpy`` command: separate name server and broker processes configured by a
+broker.conf with RocketMQ key names, and clean stops on SIGTERM and SIGINT."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+from rocketpy import Message, Producer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(*args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rocketpy", "--log-level", "warn", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out: list[str] = []
+    t = threading.Thread(target=lambda: out.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    t.start()
+    t.join(60)
+    return proc, out[0] if out else ""
+
+
+def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str]:
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=30)
+    return proc.returncode, stdout + stderr
+
+
+def test_namesrv_and_broker_with_conf_file(tmp_path):
+    ns_port = free_port()
+    namesrv, line = start("namesrv", "--host", "127.0.0.1", "--port", str(ns_port))
+    try:
+        assert f"127.0.0.1:{ns_port}" in line, line
+        conf = tmp_path / "broker.conf"
+        conf.write_text(
+            "# RocketMQ broker.conf\n"
+            "brokerClusterName = TestCluster\n"
+            "brokerName=broker-t\n"
+            "brokerIP1=127.0.0.1\n"
+            "defaultTopicQueueNums=2\n"
+            "flushDiskType=SYNC_FLUSH\n"
+            "autoCreateTopicEnable=true\n"
+            "unknownKeyIsIgnored=1\n"
+        )
+        store = tmp_path / "store"
+        broker, line = start(
+            "broker", "-n", f"127.0.0.1:{ns_port}", "-c", str(conf),
+            "--host", "127.0.0.1", "--port", "0", "--store-dir", str(store),
+        )  # fmt: skip
+        try:
+            assert re.search(r"listening on 127\.0\.0\.1:\d+ as 127\.0\.0\.1:\d+", line), line
+            with Producer("cli-producer", f"127.0.0.1:{ns_port}", default_topic_queue_nums=8) as p:
+                r = p.send(Message("CliTopic", b"x"))
+                assert r.message_queue.broker_name == "broker-t"
+                assert len(p.message_queues("CliTopic")) == 2, "min(client 8, template 2)"
+        finally:
+            code, output = stop(broker)
+            assert code == 0, output
+            assert "rocketpy broker stopped" in output
+        topics = json.loads((store / "config" / "topics.json").read_text())["topicConfigTable"]
+        assert {"TestCluster", "broker-t", "CliTopic"} <= set(topics)
+    finally:
+        code, output = stop(namesrv, signal.SIGINT)
+        assert code == 0, output
+
+
+def test_bad_config_is_a_clear_error(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("listenPort=not-a-port\n")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rocketpy",
+            "broker",
+            "-c",
+            str(conf),
+            "--store-dir",
+            str(tmp_path / "s"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "listenPort" in proc.stderr
+
+
+def test_second_broker_on_same_store_is_refused(dev_server):
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "rocketpy", "broker", "--host", "127.0.0.1", "--port", "0",
+            "--store-dir", str(dev_server.store),
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    assert "locked" in proc.stderr, proc.stderr

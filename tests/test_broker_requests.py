@@ -1,0 +1,102 @@
+"""Broker and name server requests issued directly with the remoting client."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from helpers import wait_until
+from rocketpy import Message, Producer
+from rocketpy._native import Broker, NameServer, RemotingClient
+from rocketpy.protocol import RequestCode, ResponseCode
+
+
+def test_topic_admin_and_offset_requests(dev_server):
+    client = RemotingClient()
+    broker = dev_server.broker
+    create = {
+        "topic": "AdminTopic",
+        "defaultTopic": "TBW102",
+        "readQueueNums": "8",
+        "writeQueueNums": "8",
+        "perm": "6",
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0",
+        "order": "false",
+    }
+    assert (
+        client.invoke(broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create).code
+        == ResponseCode.SUCCESS
+    )
+    bad = dict(create, topic="../evil")
+    assert (
+        client.invoke(broker, RequestCode.UPDATE_AND_CREATE_TOPIC, bad).code != ResponseCode.SUCCESS
+    )
+
+    def route_queues() -> int:
+        resp = client.invoke(
+            dev_server.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AdminTopic"}
+        )
+        if resp.code != ResponseCode.SUCCESS:
+            return 0
+        return int(json.loads(resp.body)["queueDatas"][0]["writeQueueNums"])
+
+    assert wait_until(lambda: route_queues() == 8), "the broker re-registers after a topic change"
+    missing = client.invoke(
+        dev_server.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "NoSuchTopic"}
+    )
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
+
+    all_topics = client.invoke(broker, RequestCode.GET_ALL_TOPIC_CONFIG)
+    assert "AdminTopic" in json.loads(all_topics.body)["topicConfigTable"]
+
+    with Producer("admin-producer", dev_server.namesrv) as p:
+        for _ in range(5):
+            p.send(Message("AdminTopic", b"x"), queue=p.message_queues("AdminTopic")[7])
+    q = {"topic": "AdminTopic", "queueId": "7"}
+    assert client.invoke(broker, RequestCode.GET_MAX_OFFSET, q).field("offset") == "5"
+    assert client.invoke(broker, RequestCode.GET_MIN_OFFSET, q).field("offset") == "0"
+
+    group = {"consumerGroup": "g1", "topic": "AdminTopic", "queueId": "7"}
+    young = client.invoke(broker, RequestCode.QUERY_CONSUMER_OFFSET, group)
+    assert (young.code, young.field("offset")) == (ResponseCode.SUCCESS, "0"), (
+        "young queue: start at 0"
+    )
+    update = dict(group, commitOffset="3")
+    assert (
+        client.invoke(broker, RequestCode.UPDATE_CONSUMER_OFFSET, update).code
+        == ResponseCode.SUCCESS
+    )
+    assert client.invoke(broker, RequestCode.QUERY_CONSUMER_OFFSET, group).field("offset") == "3"
+    missing_field = client.invoke(
+        broker, RequestCode.QUERY_CONSUMER_OFFSET, {"topic": "AdminTopic"}
+    )
+    assert missing_field.code == ResponseCode.SYSTEM_ERROR and "consumerGroup" in (
+        missing_field.remark or ""
+    )
+    unknown = client.invoke(broker, 9999)
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    client.shutdown()
+
+
+def test_broker_keeps_registering(tmp_path):
+    namesrv = NameServer.start("127.0.0.1", 0, scan_interval_ms=100, broker_expiry_ms=2500)
+    broker = Broker.start(
+        None,
+        {
+            "namesrvAddr": namesrv.address,
+            "bindAddress": "127.0.0.1",
+            "brokerIP1": "127.0.0.1",
+            "listenPort": "0",
+            "storePathRootDir": str(tmp_path / "store"),
+            "registerNameServerPeriod": "1000",
+        },
+    )
+    try:
+        assert wait_until(lambda: namesrv.live_brokers() == [broker.broker_addr])
+        time.sleep(4)  # longer than the expiry: only periodic registration keeps it alive
+        assert namesrv.live_brokers() == [broker.broker_addr]
+    finally:
+        broker.shutdown()
+    assert wait_until(lambda: namesrv.live_brokers() == []), "unregistered at shutdown"
+    namesrv.shutdown()

@@ -12,6 +12,18 @@ use rocketpy_namesrv::{NameServer as NativeNameServer, NamesrvConfig};
 use crate::errors;
 use crate::runtime::{runtime, wait};
 
+/// Runs `fut` as a task of the shared runtime (server tasks must not live on the caller's
+/// temporary `block_on`) and waits for it with the GIL released.
+fn run<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let rt = runtime();
+    wait(py, async move { rt.spawn(fut).await })?
+        .map_err(|e| errors::RocketpyError::new_err(format!("server task failed: {e}")))
+}
+
 /// A running name server.
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct NameServer {
@@ -35,12 +47,7 @@ impl NameServer {
             scan_not_active_broker_interval: Duration::from_millis(scan_interval_ms.max(10)),
             broker_channel_expired_time: Duration::from_millis(broker_expiry_ms),
         };
-        let rt = runtime();
-        let server = wait(py, async move {
-            rt.spawn(NativeNameServer::start(config)).await
-        })?
-        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?
-        .map_err(errors::remoting)?;
+        let server = run(py, NativeNameServer::start(config))?.map_err(errors::remoting)?;
         Ok(NameServer {
             inner: Arc::new(server),
         })
@@ -66,11 +73,7 @@ impl NameServer {
     /// Stops serving.
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
         let inner = self.inner.clone();
-        let rt = runtime();
-        wait(py, async move {
-            rt.spawn(async move { inner.shutdown().await }).await
-        })?
-        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))
+        run(py, async move { inner.shutdown().await })
     }
 }
 
@@ -111,13 +114,7 @@ impl Broker {
             settings.set(&k, &v).map_err(errors::broker)?;
         }
         let store_path = settings.store.store_path_root_dir.clone();
-        let rt = runtime();
-        let broker = wait(
-            py,
-            async move { rt.spawn(NativeBroker::start(settings)).await },
-        )?
-        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?
-        .map_err(errors::broker)?;
+        let broker = run(py, NativeBroker::start(settings))?.map_err(errors::broker)?;
         Ok(Broker {
             inner: Arc::new(broker),
             store_path,
@@ -151,11 +148,6 @@ impl Broker {
     /// Unregisters, stops serving, persists offsets and flushes the store.
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
         let inner = self.inner.clone();
-        let rt = runtime();
-        wait(py, async move {
-            rt.spawn(async move { inner.shutdown().await }).await
-        })?
-        .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?
-        .map_err(errors::broker)
+        run(py, async move { inner.shutdown().await })?.map_err(errors::broker)
     }
 }

@@ -60,16 +60,29 @@ pub fn update_consumer_offset(
     Ok(Reply::Now(Some(ok(req))))
 }
 
+/// Answers `offset` = `f(store, topic, queueId)` for a request naming a queue.
+fn answer_queue_offset(
+    broker: &Arc<BrokerInner>,
+    req: &RemotingCommand,
+    f: fn(&rocketpy_store::MessageStore, &str, i32) -> i64,
+) -> ProcessResult {
+    let topic = req.field("topic")?;
+    let queue_id: i32 = req.parse_field("queueId")?;
+    let offset = f(&broker.store, topic, queue_id);
+    Ok(Reply::Now(Some(ok(req).with_field("offset", offset))))
+}
+
 /// One past the last offset of a queue.
 pub fn get_max_offset(
     broker: &Arc<BrokerInner>,
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let topic = req.field("topic")?;
-    let queue_id: i32 = req.parse_field("queueId")?;
-    let offset = broker.store.max_offset_in_queue(topic, queue_id);
-    Ok(Reply::Now(Some(ok(req).with_field("offset", offset))))
+    answer_queue_offset(
+        broker,
+        req,
+        rocketpy_store::MessageStore::max_offset_in_queue,
+    )
 }
 
 /// The first readable offset of a queue.
@@ -78,8 +91,9 @@ pub fn get_min_offset(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let topic = req.field("topic")?;
-    let queue_id: i32 = req.parse_field("queueId")?;
-    let offset = broker.store.min_offset_in_queue(topic, queue_id);
-    Ok(Reply::Now(Some(ok(req).with_field("offset", offset))))
+    answer_queue_offset(
+        broker,
+        req,
+        rocketpy_store::MessageStore::min_offset_in_queue,
+    )
 }

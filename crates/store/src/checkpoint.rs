@@ -6,11 +6,10 @@
 //! Each is the store timestamp of the newest message whose CommitLog record, consume-queue
 //! unit, or index entry was flushed. Abnormal recovery restarts from the oldest of them.
 
-use std::fs::OpenOptions;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, StoreError};
+use crate::io::{LockGuard, Storage};
 
 /// Size of the file.
 pub const CHECKPOINT_SIZE: usize = 4096;
@@ -34,16 +33,10 @@ impl Checkpoint {
     }
 
     /// Reads `path`; a missing or short file gives zeroes (recover from the earliest file).
-    pub fn read(path: &Path) -> Result<Checkpoint> {
-        let mut buf = Vec::new();
-        match std::fs::File::open(path) {
-            Ok(mut f) => {
-                f.read_to_end(&mut buf)
-                    .map_err(|e| StoreError::io(path, e))?;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Checkpoint::default()),
-            Err(e) => return Err(StoreError::io(path, e)),
-        }
+    pub fn read(storage: &dyn Storage, path: &Path) -> Result<Checkpoint> {
+        let Some(buf) = storage.read(path).map_err(|e| StoreError::io(path, e))? else {
+            return Ok(Checkpoint::default());
+        };
         if buf.len() < 24 {
             tracing::warn!(path = %path.display(), len = buf.len(), "checkpoint too short; treating as empty");
             return Ok(Checkpoint::default());
@@ -60,55 +53,49 @@ impl Checkpoint {
         })
     }
 
-    /// Writes and syncs `path`.
-    pub fn write(&self, path: &Path) -> Result<()> {
+    /// Writes `path` atomically and durably.
+    pub fn write(&self, storage: &dyn Storage, path: &Path) -> Result<()> {
         let mut page = [0u8; CHECKPOINT_SIZE];
         page[0..8].copy_from_slice(&self.physic_msg_timestamp.to_be_bytes());
         page[8..16].copy_from_slice(&self.logics_msg_timestamp.to_be_bytes());
         page[16..24].copy_from_slice(&self.index_msg_timestamp.to_be_bytes());
-        let mut f = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| StoreError::io(path, e))?;
-        f.write_all(&page).map_err(|e| StoreError::io(path, e))?;
-        f.sync_data().map_err(|e| StoreError::io(path, e))?;
-        Ok(())
+        storage
+            .write_atomic(path, &page)
+            .map_err(|e| StoreError::io(path, e))
     }
 }
 
-/// The `lock` file: held with `flock` for as long as the store is open, so a second process
-/// on the same directory fails at once instead of corrupting it.
-#[derive(Debug)]
+/// The `lock` file: held for as long as the store is open, so a second process on the same
+/// directory fails at once instead of corrupting it.
 pub struct StoreLock {
-    _file: std::fs::File,
+    _guard: LockGuard,
     path: PathBuf,
 }
 
+impl std::fmt::Debug for StoreLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreLock")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
 impl StoreLock {
-    /// Takes the lock of `root`, failing with [`StoreError::Locked`] if another process has it.
-    pub fn acquire(root: &Path) -> Result<StoreLock> {
-        use std::os::fd::AsRawFd;
-        std::fs::create_dir_all(root).map_err(|e| StoreError::io(root, e))?;
-        let path = root.join("lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| StoreError::io(&path, e))?;
-        // SAFETY: flock on a valid, owned descriptor.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::WouldBlock {
-                return Err(StoreError::Locked(root.to_path_buf()));
+    /// Takes the lock of `root`, failing with [`StoreError::Locked`] if another holder has it.
+    pub fn acquire(storage: &dyn Storage, root: &Path) -> Result<StoreLock> {
+        storage
+            .create_dir_all(root)
+            .map_err(|e| StoreError::io(root, e))?;
+        match storage.lock(root) {
+            Ok(guard) => Ok(StoreLock {
+                _guard: guard,
+                path: root.join("lock"),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                Err(StoreError::Locked(root.to_path_buf()))
             }
-            return Err(StoreError::io(&path, err));
+            Err(e) => Err(StoreError::io(root.join("lock"), e)),
         }
-        Ok(StoreLock { _file: file, path })
     }
 
     /// The lock file's path.
@@ -120,31 +107,40 @@ impl StoreLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::FsStorage;
 
     #[test]
     fn checkpoint_round_trip_and_missing() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
-        assert_eq!(Checkpoint::read(&path).unwrap(), Checkpoint::default());
+        assert_eq!(
+            Checkpoint::read(&FsStorage, &path).unwrap(),
+            Checkpoint::default()
+        );
         let cp = Checkpoint {
             physic_msg_timestamp: 10_000,
             logics_msg_timestamp: 9_000,
             index_msg_timestamp: 8,
         };
-        cp.write(&path).unwrap();
+        cp.write(&FsStorage, &path).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
-        assert_eq!(Checkpoint::read(&path).unwrap(), cp);
+        assert_eq!(Checkpoint::read(&FsStorage, &path).unwrap(), cp);
         assert_eq!(cp.min_timestamp(), 6_000);
+        std::fs::write(&path, b"short").unwrap();
+        assert_eq!(
+            Checkpoint::read(&FsStorage, &path).unwrap(),
+            Checkpoint::default()
+        );
     }
 
     #[test]
     fn second_lock_fails() {
         let dir = tempfile::tempdir().unwrap();
-        let _held = StoreLock::acquire(dir.path()).unwrap();
+        let _held = StoreLock::acquire(&FsStorage, dir.path()).unwrap();
         // flock locks belong to the open file description, so a second open conflicts even in
         // the same process.
         assert!(matches!(
-            StoreLock::acquire(dir.path()),
+            StoreLock::acquire(&FsStorage, dir.path()),
             Err(StoreError::Locked(_))
         ));
     }

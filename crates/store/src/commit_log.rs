@@ -4,6 +4,13 @@
 //! timestamp, writes the record in place in the mapped file, and dispatches it to the consume
 //! queue before releasing, so consume queues are always in CommitLog order and a message is
 //! readable by the time its put returns.
+//!
+//! Recovery departs from RocketMQ on purpose: RocketMQ truncates the log at the first invalid
+//! record, which throws away every later (acknowledged) message when one byte in the middle
+//! of a file is damaged. Here an invalid record is skipped when a valid record follows it (the
+//! next record is found by its magic code and its PHYSICALOFFSET field, which must equal its
+//! own position); the damaged span is remembered as a *bad range* that readers skip. Only when
+//! nothing valid follows (a torn tail) is the log cut.
 
 use std::collections::HashMap;
 
@@ -54,6 +61,9 @@ impl DispatchRequest<'_> {
     }
 }
 
+/// A damaged span of the log `[start, end)`, found by recovery.
+pub type BadRange = (i64, i64);
+
 #[derive(Default)]
 struct PutState {
     /// topic -> queue id -> next queue offset (RocketMQ's `topicQueueTable`).
@@ -65,6 +75,7 @@ struct PutState {
 pub struct CommitLog {
     files: MappedFileQueue,
     state: Mutex<PutState>,
+    bad_ranges: parking_lot::RwLock<Vec<BadRange>>,
 }
 
 fn now_millis() -> i64 {
@@ -76,10 +87,15 @@ fn now_millis() -> i64 {
 
 impl CommitLog {
     /// A CommitLog over `dir` with files of `file_size` bytes (not yet loaded).
-    pub fn new(dir: std::path::PathBuf, file_size: usize) -> Self {
+    pub fn new(
+        storage: std::sync::Arc<dyn crate::io::Storage>,
+        dir: std::path::PathBuf,
+        file_size: usize,
+    ) -> Self {
         CommitLog {
-            files: MappedFileQueue::new(dir, file_size),
+            files: MappedFileQueue::new(storage, dir, file_size).with_preallocation(),
             state: Mutex::new(PutState::default()),
+            bad_ranges: parking_lot::RwLock::new(Vec::new()),
         }
     }
 
@@ -180,7 +196,7 @@ impl CommitLog {
 
     /// The record bytes at `offset` of `size`, sharing the mapped memory.
     pub fn read(&self, offset: i64, size: i32) -> Option<Bytes> {
-        if offset < 0 || size <= 0 {
+        if offset < 0 || size <= 0 || self.is_bad(offset) {
             return None;
         }
         let file = self.files.find(offset as u64)?;
@@ -190,6 +206,9 @@ impl CommitLog {
 
     /// The record starting at `offset`, whatever its size.
     pub fn read_record(&self, offset: i64) -> Option<Bytes> {
+        if self.is_bad(offset) {
+            return None;
+        }
         let file = self.files.find(u64::try_from(offset).ok()?)?;
         let pos = (offset as u64 - file.from_offset()) as usize;
         let (size, magic) = record::peek_size(file.read_from(pos)?)?;
@@ -229,8 +248,9 @@ impl CommitLog {
             .unwrap_or(0)
     }
 
-    /// Validates records from file `start_index` on, calls `on_record` for each, and cuts the
-    /// log after the last valid one. Returns the recovered end offset.
+    /// Validates records from file `start_index` on, calls `on_record` for each, skips damaged
+    /// spans that valid records follow, and cuts the log after the last valid record. Returns
+    /// the recovered end offset.
     pub fn recover(
         &self,
         start_index: usize,
@@ -241,23 +261,25 @@ impl CommitLog {
         let Some(first) = files.get(start_index.min(files.len().saturating_sub(1))) else {
             return Ok(0);
         };
+        let first_index = start_index.min(files.len() - 1);
         let mut end = first.from_offset();
         let mut last_ts = 0i64;
-        'files: for file in &files[start_index.min(files.len() - 1)..] {
+        let mut bad = Vec::new();
+        let mut resume: Option<u64> = None;
+        'files: for (i, file) in files.iter().enumerate().skip(first_index) {
             // SAFETY: recovery runs before any writer starts.
             let data = unsafe { file.whole() };
-            let mut pos = 0usize;
+            let mut pos = match resume.take() {
+                Some(at) if at >= file.from_offset() => (at - file.from_offset()) as usize,
+                Some(_) | None => 0,
+            };
             loop {
                 end = file.from_offset() + pos as u64;
                 if pos >= data.len() {
                     continue 'files;
                 }
                 match record::decode(&data[pos..], check_crc) {
-                    Ok(Decoded::Message(view)) => {
-                        if view.physical_offset != end as i64 {
-                            tracing::warn!(file = %file.path().display(), pos, "record claims physical offset {}; log ends here", view.physical_offset);
-                            break 'files;
-                        }
+                    Ok(Decoded::Message(view)) if view.physical_offset == end as i64 => {
                         on_record(&view)?;
                         last_ts = last_ts.max(view.store_timestamp);
                         pos += view.total_size as usize;
@@ -267,21 +289,120 @@ impl CommitLog {
                         continue 'files;
                     }
                     Ok(Decoded::Empty) => break 'files,
-                    Err(e) => {
-                        tracing::warn!(file = %file.path().display(), pos, error = %e, "invalid record; log truncated here");
-                        break 'files;
+                    other => {
+                        let reason = match other {
+                            Err(e) => e.to_string(),
+                            Ok(_) => "record at the wrong physical offset".to_owned(),
+                        };
+                        match find_next_record(&files[i..], end, check_crc) {
+                            Some(next) => {
+                                tracing::error!(
+                                    file = %file.path().display(), start = end, end = next, %reason,
+                                    "damaged CommitLog span skipped; the messages after it are kept"
+                                );
+                                bad.push((end as i64, next as i64));
+                                if next < file.from_offset() + data.len() as u64 {
+                                    pos = (next - file.from_offset()) as usize;
+                                    continue;
+                                }
+                                resume = Some(next);
+                                continue 'files;
+                            }
+                            None => {
+                                tracing::warn!(file = %file.path().display(), pos, %reason, "invalid record with nothing valid after it (a torn tail); log truncated here");
+                                break 'files;
+                            }
+                        }
                     }
                 }
             }
         }
+        // The last file may have been skipped by `resume` past its end: nothing more to cut.
         self.files.writer().truncate_to(end)?;
         let mut state = self.state.lock();
         state.last_store_timestamp = state.last_store_timestamp.max(last_ts);
+        drop(state);
+        self.bad_ranges.write().extend(bad);
         Ok(end as i64)
+    }
+
+    /// The damaged spans found by recovery.
+    pub fn bad_ranges(&self) -> Vec<BadRange> {
+        self.bad_ranges.read().clone()
+    }
+
+    /// Whether `offset` lies in a damaged span.
+    pub fn is_bad(&self, offset: i64) -> bool {
+        let bad = self.bad_ranges.read();
+        !bad.is_empty() && bad.iter().any(|(s, e)| (*s..*e).contains(&offset))
+    }
+
+    /// Where the record after `offset` should start when the one at `offset` is unreadable:
+    /// the end of its bad range, or the next file.
+    pub fn skip_unreadable(&self, offset: i64) -> i64 {
+        if let Some((_, end)) = self
+            .bad_ranges
+            .read()
+            .iter()
+            .find(|(s, e)| (*s..*e).contains(&offset))
+        {
+            return *end;
+        }
+        let size = self.files.file_size() as i64;
+        offset + size - offset % size
+    }
+
+    /// The written bytes from `offset` to the end of its file, sharing the mapped memory
+    /// (sequential readers: index and schedule services).
+    pub fn read_from(&self, offset: i64) -> Option<Bytes> {
+        let file = self.files.find(u64::try_from(offset).ok()?)?;
+        let pos = (offset as u64 - file.from_offset()) as usize;
+        let wrote = file.wrote();
+        (pos < wrote)
+            .then(|| file.slice(pos, wrote - pos))
+            .flatten()
     }
 
     /// Flushes dirty pages.
     pub fn flush(&self) -> Result<()> {
         self.files.flush()
     }
+}
+
+/// Finds the first valid record at or after `from` in `files` (the file holding `from` first):
+/// its magic code in place, its PHYSICALOFFSET equal to its position, and its CRC intact.
+fn find_next_record(
+    files: &[std::sync::Arc<crate::mapped_file::MappedFile>],
+    from: u64,
+    check_crc: bool,
+) -> Option<u64> {
+    let magic = record::MESSAGE_MAGIC_CODE.to_be_bytes();
+    for file in files {
+        // SAFETY: recovery runs before any writer starts.
+        let data = unsafe { file.whole() };
+        let base = file.from_offset();
+        let mut pos = from.saturating_sub(base) as usize + usize::from(from >= base);
+        while pos + record::FIXED_LEN <= data.len() {
+            let Some(hit) = data[pos + 4..].windows(4).position(|w| w == magic) else {
+                break;
+            };
+            let start = pos + hit;
+            if start + record::FIXED_LEN > data.len() {
+                break;
+            }
+            let at = base + start as u64;
+            let mut phys = [0u8; 8];
+            phys.copy_from_slice(
+                &data[start + record::PHYSICAL_OFFSET_POS..start + record::PHYSICAL_OFFSET_POS + 8],
+            );
+            if i64::from_be_bytes(phys) == at as i64 {
+                if let Ok(Decoded::Message(_)) = record::decode(&data[start..], check_crc) {
+                    return Some(at);
+                }
+            }
+            pos = start + 1;
+        }
+        // The next file's first record, if any, starts at its beginning.
+    }
+    None
 }

@@ -72,8 +72,24 @@ pub struct StoreConfig {
     pub file_reserved_time: u64,
     /// `deleteWhen` (hours of day, `;`-separated).
     pub delete_when: String,
-    /// `diskMaxUsedSpaceRatio` (%).
+    /// `diskMaxUsedSpaceRatio` (%): above it, expired files are deleted at once.
     pub disk_max_used_space_ratio: u64,
+    /// `diskSpaceCleanForciblyRatio` (%): above it, files are deleted even before they expire.
+    pub disk_space_clean_forcibly_ratio: u64,
+    /// `diskSpaceWarningLevelRatio` (%): above it, puts are refused until space is freed.
+    pub disk_space_warning_level_ratio: u64,
+    /// `cleanFileForciblyEnable`.
+    pub clean_file_forcibly_enable: bool,
+    /// `cleanResourceInterval` (ms) between retention checks.
+    pub clean_resource_interval: u64,
+    /// `messageIndexEnable`.
+    pub message_index_enable: bool,
+    /// `maxHashSlotNum` of an index file.
+    pub max_hash_slot_num: usize,
+    /// `maxIndexNum`: entries of an index file.
+    pub max_index_num: usize,
+    /// `flushDelayOffsetInterval` (ms) between saves of `delayOffset.json`.
+    pub flush_delay_offset_interval: u64,
 }
 
 impl StoreConfig {
@@ -100,6 +116,14 @@ impl StoreConfig {
             file_reserved_time: 72,
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            clean_file_forcibly_enable: true,
+            clean_resource_interval: 10_000,
+            message_index_enable: true,
+            max_hash_slot_num: 5_000_000,
+            max_index_num: 5_000_000 * 4,
+            flush_delay_offset_interval: 10_000,
         }
     }
 
@@ -110,6 +134,19 @@ impl StoreConfig {
             .unwrap_or_else(|| self.store_path_root_dir.join("commitlog"))
     }
 
+    /// The index directory.
+    pub fn index_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("index")
+    }
+
+    /// Hours of the day when expired files are deleted (`deleteWhen`, e.g. `04` or `04;05`).
+    pub fn delete_hours(&self) -> Vec<u32> {
+        self.delete_when
+            .split(';')
+            .filter_map(|h| h.trim().parse().ok())
+            .collect()
+    }
+
     /// The ConsumeQueue root directory.
     pub fn consume_queue_dir(&self) -> PathBuf {
         self.store_path_root_dir.join("consumequeue")
@@ -117,6 +154,15 @@ impl StoreConfig {
 
     /// Sets one key; `Ok(false)` when the key is not a store key.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool> {
+        fn boolean(key: &str, value: &str) -> Result<bool> {
+            match value.trim() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                other => Err(StoreError::InvalidArgument(format!(
+                    "{key} must be true or false, not {other:?}"
+                ))),
+            }
+        }
         fn num<T: FromStr>(key: &str, value: &str) -> Result<T> {
             value.trim().parse().map_err(|_| {
                 StoreError::InvalidArgument(format!("{key} must be a number, not {value:?}"))
@@ -159,6 +205,16 @@ impl StoreConfig {
             "fileReservedTime" => self.file_reserved_time = num(key, value)?,
             "deleteWhen" => self.delete_when = value.trim().to_owned(),
             "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = num(key, value)?,
+            "diskSpaceCleanForciblyRatio" => {
+                self.disk_space_clean_forcibly_ratio = num(key, value)?
+            }
+            "diskSpaceWarningLevelRatio" => self.disk_space_warning_level_ratio = num(key, value)?,
+            "cleanFileForciblyEnable" => self.clean_file_forcibly_enable = boolean(key, value)?,
+            "cleanResourceInterval" => self.clean_resource_interval = num(key, value)?,
+            "messageIndexEnable" => self.message_index_enable = boolean(key, value)?,
+            "maxHashSlotNum" => self.max_hash_slot_num = num(key, value)?,
+            "maxIndexNum" => self.max_index_num = num(key, value)?,
+            "flushDelayOffsetInterval" => self.flush_delay_offset_interval = num(key, value)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -174,6 +230,11 @@ impl StoreConfig {
         if self.mapped_file_size_consume_queue < 20 * 16 {
             return Err(StoreError::InvalidArgument(
                 "mapedFileSizeConsumeQueue must hold at least 16 units".into(),
+            ));
+        }
+        if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
+            return Err(StoreError::InvalidArgument(
+                "maxHashSlotNum must be positive and maxIndexNum at least 2".into(),
             ));
         }
         if self.max_message_size == 0 {

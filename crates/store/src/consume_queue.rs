@@ -13,6 +13,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
+use crate::io::Storage;
 use crate::mapped_file::MappedFile;
 use crate::mapped_file_queue::MappedFileQueue;
 
@@ -108,12 +109,22 @@ pub struct ConsumeQueue {
 
 impl ConsumeQueue {
     /// A queue stored under `root/{topic}/{queue_id}` (not yet loaded).
-    pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Self {
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        root: &Path,
+        topic: &str,
+        queue_id: i32,
+        file_size: usize,
+    ) -> Self {
         let file_size = file_size - file_size % CQ_UNIT_SIZE;
         ConsumeQueue {
             topic: topic.to_owned(),
             queue_id,
-            files: MappedFileQueue::new(root.join(topic).join(queue_id.to_string()), file_size),
+            files: MappedFileQueue::new(
+                storage,
+                root.join(topic).join(queue_id.to_string()),
+                file_size,
+            ),
             min_logic_offset: AtomicI64::new(0),
         }
     }
@@ -292,6 +303,57 @@ impl ConsumeQueue {
     pub fn flush(&self) -> Result<()> {
         self.files.flush()
     }
+
+    /// Retention: deletes the files whose units all point below `commit_log_min` (their
+    /// records are gone), keeping the newest file, then moves the minimum offset to the first
+    /// unit whose record still exists. Returns how many files were deleted.
+    pub fn delete_expired(&self, commit_log_min: i64) -> Result<usize> {
+        let files = self.files.files();
+        let mut keep_from = None;
+        for file in files.iter().take(files.len().saturating_sub(1)) {
+            let wrote = file.wrote();
+            let last = (wrote >= CQ_UNIT_SIZE)
+                .then(|| {
+                    file.read(wrote - CQ_UNIT_SIZE, CQ_UNIT_SIZE)
+                        .map(CqUnit::decode)
+                })
+                .flatten();
+            match last {
+                Some(u)
+                    if !u.is_blank() && u.commit_log_offset + u.size as i64 > commit_log_min =>
+                {
+                    keep_from = Some(file.from_offset());
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let keep_from = keep_from
+            .or_else(|| files.last().map(|f| f.from_offset()))
+            .unwrap_or(0);
+        let deleted = self.files.delete_files_before(keep_from)?;
+        self.correct_min_offset(commit_log_min);
+        Ok(deleted)
+    }
+
+    /// Moves the minimum offset to the first unit whose record is at or after `commit_log_min`.
+    pub fn correct_min_offset(&self, commit_log_min: i64) {
+        let first_file_start = (self.files.min_offset() / CQ_UNIT_SIZE as u64) as i64;
+        self.set_min_offset(first_file_start);
+        if commit_log_min <= 0 {
+            return;
+        }
+        let mut index = self.min_offset();
+        let max = self.max_offset();
+        while index < max {
+            match self.get(index) {
+                Some(u) if !u.is_blank() && u.commit_log_offset >= commit_log_min => break,
+                Some(_) => index += 1,
+                None => break,
+            }
+        }
+        self.set_min_offset(index);
+    }
 }
 
 #[cfg(test)]
@@ -323,7 +385,13 @@ mod tests {
     #[test]
     fn put_get_roll_and_recover() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 1, 10 * CQ_UNIT_SIZE);
+        let cq = ConsumeQueue::new(
+            crate::io::FsStorage::shared(),
+            dir.path(),
+            "T",
+            1,
+            10 * CQ_UNIT_SIZE,
+        );
         for i in 0..25 {
             cq.put(i, unit(i)).unwrap();
         }
@@ -338,7 +406,13 @@ mod tests {
         assert_eq!(cq.roll_next_file(12), 20);
         drop(cq);
 
-        let cq = ConsumeQueue::new(dir.path(), "T", 1, 10 * CQ_UNIT_SIZE);
+        let cq = ConsumeQueue::new(
+            crate::io::FsStorage::shared(),
+            dir.path(),
+            "T",
+            1,
+            10 * CQ_UNIT_SIZE,
+        );
         cq.load().unwrap();
         cq.recover().unwrap();
         assert_eq!(cq.max_offset(), 25);

@@ -44,6 +44,15 @@ pub enum StoreError {
     /// The store was shut down.
     #[error("store is shut down")]
     ShutDown,
+    /// The disk is fuller than `diskSpaceWarningLevelRatio`: puts are refused until retention
+    /// frees space.
+    #[error("disk {used_percent}% full (limit {limit_percent}%): the store refuses writes until space is freed")]
+    DiskFull {
+        /// Current usage.
+        used_percent: u64,
+        /// The warning level.
+        limit_percent: u64,
+    },
     /// A config file did not parse.
     #[error("config file {path}: {reason}")]
     Config {

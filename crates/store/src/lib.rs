@@ -1,28 +1,46 @@
-//! rocketpy's message store: RocketMQ 4.x compatible CommitLog and ConsumeQueue files in
-//! memory-mapped files, with recovery and flushing. No Python and no async runtime here.
+//! rocketpy's message store: RocketMQ 4.x compatible CommitLog, ConsumeQueue and IndexFile
+//! files in memory-mapped files, with recovery, flushing (group commit), retention and delayed
+//! delivery. No Python and no async runtime here; file I/O goes through [`io::Storage`].
 //!
 //! Layout of every file: DESIGN.md "Store files"; each module repeats its own format.
 
 pub mod checkpoint;
+pub mod cleanup;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
 pub mod delay;
 pub mod error;
+pub mod flush;
 pub mod get;
+pub mod index_file;
+pub mod index_service;
+pub mod io;
 pub mod java_hash;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message_store;
 pub mod properties;
 pub mod record;
+pub mod schedule;
+pub mod sim;
 pub mod topic;
 
+pub use cleanup::CleanReport;
 pub use commit_log::AppendResult;
 pub use config::{FlushDiskType, StoreConfig};
 pub use consume_queue::{ConsumeQueue, CqUnit};
 pub use error::{Result, StoreError};
+pub use flush::FlushTicket;
 pub use get::{GetMessageResult, GetMessageStatus};
-pub use message_store::{MessageArrivingListener, MessageStore, PutMessageResult, PutStatus};
+pub use io::{FsStorage, Storage};
+pub use message_store::{
+    Appended, MessageArrivingListener, MessageStore, PutMessageResult, PutStatus,
+};
 pub use record::MessageToStore;
 pub use topic::validate_topic;
+
+/// Wall-clock milliseconds as the store reads them (for callers that pass `now` explicitly).
+pub fn message_store_now() -> i64 {
+    message_store::now_millis()
+}

@@ -7,15 +7,14 @@
 //!   so there is never more than one writer of a file;
 //! - `flushed <= wrote <= size`.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use memmap2::MmapRaw;
 
 use crate::error::{Result, StoreError};
+use crate::io::{Region, Storage};
 
 /// Names of store files: the start offset, zero-padded to 20 digits.
 pub fn file_name(offset: u64) -> String {
@@ -34,8 +33,7 @@ pub struct MappedFile {
     path: PathBuf,
     from_offset: u64,
     size: usize,
-    map: MmapRaw,
-    _file: File,
+    region: Box<dyn Region>,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
 }
@@ -51,15 +49,22 @@ impl std::fmt::Debug for MappedFile {
 
 impl MappedFile {
     /// Creates (or reuses, zero-extended) `dir/<20-digit from_offset>` of `size` bytes.
-    pub fn create(dir: &Path, from_offset: u64, size: usize) -> Result<Self> {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+    pub fn create(
+        storage: &dyn Storage,
+        dir: &Path,
+        from_offset: u64,
+        size: usize,
+    ) -> Result<Self> {
+        storage
+            .create_dir_all(dir)
+            .map_err(|e| StoreError::io(dir, e))?;
         let path = dir.join(file_name(from_offset));
-        Self::map(path, from_offset, size, true)
+        Self::map(storage, path, from_offset, size, true)
     }
 
     /// Maps an existing file; a file shorter than `size` (cut short by a crash or a copy) is
     /// extended with zeroes, which readers see as unwritten space. A longer one is refused.
-    pub fn open(path: &Path, size: usize) -> Result<Self> {
+    pub fn open(storage: &dyn Storage, path: &Path, size: usize) -> Result<Self> {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -67,38 +72,45 @@ impl MappedFile {
         let from_offset = parse_file_name(name).ok_or_else(|| {
             StoreError::corrupt(path.display().to_string(), "not a 20-digit store file name")
         })?;
-        Self::map(path.to_path_buf(), from_offset, size, false)
+        Self::map(storage, path.to_path_buf(), from_offset, size, false)
     }
 
-    fn map(path: PathBuf, from_offset: u64, size: usize, create: bool) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .open(&path)
+    fn map(
+        storage: &dyn Storage,
+        path: PathBuf,
+        from_offset: u64,
+        size: usize,
+        create: bool,
+    ) -> Result<Self> {
+        let len = storage
+            .file_len(&path)
             .map_err(|e| StoreError::io(&path, e))?;
-        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
-        if len > size as u64 {
-            return Err(StoreError::corrupt(
-                path.display().to_string(),
-                format!("file is {len} bytes, larger than the configured {size}"),
-            ));
-        }
-        if len < size as u64 {
-            if !create && len > 0 {
+        match len {
+            Some(len) if len > size as u64 => {
+                return Err(StoreError::corrupt(
+                    path.display().to_string(),
+                    format!("file is {len} bytes, larger than the configured {size}"),
+                ))
+            }
+            Some(len) if len < size as u64 && !create => {
                 tracing::warn!(path = %path.display(), len, size, "store file shorter than configured; zero-extending");
             }
-            file.set_len(size as u64)
-                .map_err(|e| StoreError::io(&path, e))?;
+            _ => {}
         }
-        let map = MmapRaw::map_raw(&file).map_err(|e| StoreError::io(&path, e))?;
+        let region = storage
+            .map(&path, size, create)
+            .map_err(|e| StoreError::io(&path, e))?;
+        if region.len() != size {
+            return Err(StoreError::corrupt(
+                path.display().to_string(),
+                format!("mapped {} bytes, expected {size}", region.len()),
+            ));
+        }
         Ok(MappedFile {
             path,
             from_offset,
             size,
-            map,
-            _file: file,
+            region,
             wrote: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
         })
@@ -147,7 +159,7 @@ impl MappedFile {
         }
         // SAFETY: [pos, end) is below the published write position, hence immutable and
         // initialised; the mapping lives as long as `self`.
-        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
+        Some(unsafe { std::slice::from_raw_parts(self.region.as_ptr().add(pos), len) })
     }
 
     /// Written bytes from `pos` to the write position.
@@ -173,7 +185,7 @@ impl MappedFile {
     /// # Safety
     /// No writer may write this file while the slice lives.
     pub(crate) unsafe fn whole(&self) -> &[u8] {
-        std::slice::from_raw_parts(self.map.as_ptr(), self.size)
+        std::slice::from_raw_parts(self.region.as_ptr(), self.size)
     }
 
     /// Mutable access to unpublished bytes `[pos, pos+len)`.
@@ -186,7 +198,7 @@ impl MappedFile {
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn region_mut(&self, pos: usize, len: usize) -> &mut [u8] {
         debug_assert!(pos >= self.wrote() && pos + len <= self.size);
-        std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(pos), len)
+        std::slice::from_raw_parts_mut(self.region.as_ptr().add(pos), len)
     }
 
     /// Makes bytes below `wrote` visible to readers.
@@ -201,28 +213,21 @@ impl MappedFile {
         self.flushed.store(wrote, Ordering::Release);
     }
 
-    /// Zeroes the stale bytes from `pos` up to the first all-zero page: a torn or truncated
-    /// tail must not survive, or a later recovery could read it back as records once new
-    /// appends end just before it. Records are contiguous, so stale data ends at a zero page.
+    /// Zeroes everything from `pos` to the end of the file: a torn or truncated tail must not
+    /// survive, or a later recovery (or its resynchronisation after a corrupt record) could
+    /// read stale records back once new appends end just before them.
     ///
-    /// # Safety
-    /// Same contract as [`MappedFile::region_mut`]; `pos` must be the write position.
-    pub(crate) unsafe fn zero_tail(&self, pos: usize) {
-        const PAGE: usize = 4096;
-        let mut start = pos;
-        while start < self.size {
-            let end = ((start / PAGE) + 1) * PAGE;
-            let end = end.min(self.size);
-            let chunk = self.region_mut(start, end - start);
-            if chunk.iter().all(|b| *b == 0) {
-                if start % PAGE == 0 {
-                    break;
-                }
-            } else {
-                chunk.fill(0);
-            }
-            start = end;
+    /// `pos` must be the write position (nothing at or above it is visible to readers).
+    pub(crate) fn discard_tail(&self, pos: usize) -> Result<()> {
+        if pos < self.size {
+            self.region
+                .discard(pos, self.size - pos)
+                .map_err(|e| StoreError::io(&self.path, e))?;
+            self.region
+                .sync(pos, self.size - pos)
+                .map_err(|e| StoreError::io(&self.path, e))?;
         }
+        Ok(())
     }
 
     /// Writes dirty pages to disk; returns the new flushed position.
@@ -230,8 +235,8 @@ impl MappedFile {
         let wrote = self.wrote();
         let flushed = self.flushed();
         if wrote > flushed {
-            self.map
-                .flush_range(flushed, wrote - flushed)
+            self.region
+                .sync(flushed, wrote - flushed)
                 .map_err(|e| StoreError::io(&self.path, e))?;
             self.flushed.store(wrote, Ordering::Release);
         }
@@ -276,9 +281,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(file_name(0));
         std::fs::write(&path, [1u8; 10]).unwrap();
-        let f = MappedFile::open(&path, 4096).unwrap();
+        let fs = crate::io::FsStorage;
+        let f = MappedFile::open(&fs, &path, 4096).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
         drop(f);
-        assert!(MappedFile::open(&path, 1024).is_err());
+        assert!(MappedFile::open(&fs, &path, 1024).is_err());
+    }
+
+    #[test]
+    fn discard_tail_zeroes_and_syncs() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = crate::io::FsStorage;
+        let f = MappedFile::create(&fs, dir.path(), 0, 3 * 4096 + 100).unwrap();
+        // SAFETY: test-only sole writer.
+        unsafe { f.region_mut(0, f.size()).fill(7) };
+        f.reset_positions(10);
+        f.discard_tail(10).unwrap();
+        f.reset_positions(f.size());
+        let all = f.read(0, f.size()).unwrap();
+        assert!(all[..10].iter().all(|b| *b == 7));
+        assert!(all[10..].iter().all(|b| *b == 0));
     }
 }

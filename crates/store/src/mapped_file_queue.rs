@@ -9,26 +9,54 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use crate::error::{Result, StoreError};
+use crate::io::Storage;
 use crate::mapped_file::{parse_file_name, MappedFile};
 
+/// A file mapped ahead of need, by offset; `None` while it is being prepared or after failure.
+type Spare = Arc<Mutex<Option<(u64, Arc<MappedFile>)>>>;
+
 /// Files of one CommitLog or ConsumeQueue.
-#[derive(Debug)]
 pub struct MappedFileQueue {
+    storage: Arc<dyn Storage>,
     dir: PathBuf,
     file_size: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
     write_lock: Mutex<()>,
+    /// When set, the file after the current one is created and mapped by a background thread
+    /// so that rolling to it costs the writer nothing (CommitLog files are 1 GiB).
+    spare: Option<Spare>,
+}
+
+impl std::fmt::Debug for MappedFileQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedFileQueue")
+            .field("dir", &self.dir)
+            .finish()
+    }
 }
 
 impl MappedFileQueue {
     /// A queue over `dir` (not yet loaded).
-    pub fn new(dir: impl Into<PathBuf>, file_size: usize) -> Self {
+    pub fn new(storage: Arc<dyn Storage>, dir: impl Into<PathBuf>, file_size: usize) -> Self {
         MappedFileQueue {
+            storage,
             dir: dir.into(),
             file_size,
             files: RwLock::new(Vec::new()),
             write_lock: Mutex::new(()),
+            spare: None,
         }
+    }
+
+    /// Prepares each next file in the background.
+    pub fn with_preallocation(mut self) -> Self {
+        self.spare = Some(Arc::default());
+        self
+    }
+
+    /// The storage the files live on.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
     }
 
     /// The directory.
@@ -44,20 +72,17 @@ impl MappedFileQueue {
     /// Maps the existing files, in offset order. Names must be 20 digits and consecutive.
     pub fn load(&self) -> Result<()> {
         let mut found = Vec::new();
-        match std::fs::read_dir(&self.dir) {
-            Ok(entries) => {
-                for entry in entries {
-                    let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
-                    let name = entry.file_name();
-                    let Some(offset) = name.to_str().and_then(parse_file_name) else {
-                        tracing::debug!(file = ?entry.path(), "ignoring non-store file");
-                        continue;
-                    };
-                    found.push((offset, entry.path()));
+        for name in self
+            .storage
+            .list(&self.dir)
+            .map_err(|e| StoreError::io(&self.dir, e))?
+        {
+            match parse_file_name(&name) {
+                Some(offset) => found.push((offset, self.dir.join(name))),
+                None => {
+                    tracing::debug!(file = %name, dir = %self.dir.display(), "ignoring non-store file")
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(&self.dir, e)),
         }
         found.sort();
         let mut files = Vec::with_capacity(found.len());
@@ -80,7 +105,7 @@ impl MappedFileQueue {
                     ),
                 ));
             }
-            let file = MappedFile::open(path, self.file_size)?;
+            let file = MappedFile::open(self.storage.as_ref(), path, self.file_size)?;
             // Until recovery says otherwise, every loaded file counts as fully written.
             file.reset_positions(self.file_size);
             files.push(Arc::new(file));
@@ -174,7 +199,9 @@ impl MappedFileQueue {
         let mut n = 0;
         while files.len() > 1 && files[0].from_offset() + self.file_size as u64 <= offset {
             let f = files.remove(0);
-            std::fs::remove_file(f.path()).map_err(|e| StoreError::io(f.path(), e))?;
+            self.storage
+                .remove(f.path())
+                .map_err(|e| StoreError::io(f.path(), e))?;
             n += 1;
         }
         Ok(n)
@@ -201,12 +228,36 @@ impl QueueWriter<'_> {
     }
 
     fn create(&mut self, offset: u64) -> Result<Arc<MappedFile>> {
-        let file = Arc::new(MappedFile::create(
-            &self.queue.dir,
-            offset,
-            self.queue.file_size,
-        )?);
-        self.queue.files.write().push(file.clone());
+        let q = self.queue;
+        let ready = q
+            .spare
+            .as_ref()
+            .and_then(|spare| spare.lock().take())
+            .filter(|(at, _)| *at == offset);
+        let file = match ready {
+            Some((_, file)) => file,
+            None => Arc::new(MappedFile::create(
+                q.storage.as_ref(),
+                &q.dir,
+                offset,
+                q.file_size,
+            )?),
+        };
+        q.files.write().push(file.clone());
+        if let Some(spare) = &q.spare {
+            let (spare, storage, dir, size) =
+                (spare.clone(), q.storage.clone(), q.dir.clone(), q.file_size);
+            let next = offset + size as u64;
+            let spawned = std::thread::Builder::new()
+                .name("rocketpy-allocate".into())
+                .spawn(move || match MappedFile::create(storage.as_ref(), &dir, next, size) {
+                    Ok(f) => *spare.lock() = Some((next, Arc::new(f))),
+                    Err(e) => tracing::warn!(error = %e, "preparing the next file failed; it will be created on demand"),
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "cannot start the file allocation thread");
+            }
+        }
         Ok(file)
     }
 
@@ -238,7 +289,10 @@ impl QueueWriter<'_> {
         while let Some(last) = files.last() {
             if last.from_offset() > offset {
                 let f = files.pop().expect("non-empty");
-                std::fs::remove_file(f.path()).map_err(|e| StoreError::io(f.path(), e))?;
+                self.queue
+                    .storage
+                    .remove(f.path())
+                    .map_err(|e| StoreError::io(f.path(), e))?;
                 tracing::info!(file = %f.path().display(), "deleted file past the recovered end");
                 continue;
             }
@@ -249,11 +303,7 @@ impl QueueWriter<'_> {
             let start = f.from_offset();
             let pos = offset.saturating_sub(start).min(size) as usize;
             f.reset_positions(pos);
-            if pos < f.size() {
-                // SAFETY: recovery runs before any other writer or reader uses the queue,
-                // and pos is now the write position.
-                unsafe { f.zero_tail(pos) };
-            }
+            f.discard_tail(pos)?;
         }
         Ok(())
     }

@@ -1,13 +1,20 @@
-//! `MessageStore`: the CommitLog, the consume queues, recovery and flushing, behind one API
-//! used by the broker and by the embedded Python store.
+//! `MessageStore`: the CommitLog, the consume queues, the index and the schedule service,
+//! with recovery, flushing and retention, behind one API used by the broker and by the
+//! embedded Python store.
 //!
-//! Files under the root: `commitlog/`, `consumequeue/{topic}/{queueId}/`, `checkpoint`,
-//! `abort` (present while open: found at start = the last run did not shut down cleanly),
-//! `lock` (flock'd while open), `config/` (owned by the broker).
+//! Files under the root: `commitlog/`, `consumequeue/{topic}/{queueId}/`, `index/`,
+//! `checkpoint`, `abort` (present while open: found at start = the last run did not shut down
+//! cleanly), `lock` (held while open), `config/delayOffset.json` (the rest of `config/` is the
+//! broker's).
+//!
+//! Background threads (each holds only a weak reference, so dropping the store stops them):
+//! flush (group commit or periodic flush, consume queues, checkpoint), index, schedule
+//! (delayed messages), clean (retention).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -19,12 +26,16 @@ use crate::checkpoint::{Checkpoint, StoreLock};
 use crate::commit_log::{AppendResult, CommitLog, DispatchRequest};
 use crate::config::{FlushDiskType, StoreConfig};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
-use crate::delay;
+use crate::delay::{self, SCHEDULE_TOPIC};
 use crate::error::{Result, StoreError};
+use crate::flush::{FlushTicket, GroupCommit};
 use crate::get::{GetMessageResult, GetMessageStatus};
+use crate::index_service::{IndexConfig, IndexService};
+use crate::io::{FsStorage, Storage};
 use crate::mapped_file::parse_file_name;
 use crate::properties::{self, keys};
-use crate::record::{self, Decoded, MessageToStore, RecordView};
+use crate::record::{self, sys_flag, Decoded, MessageToStore, RecordView};
+use crate::schedule::ScheduleService;
 use crate::topic::validate_topic;
 
 /// Told when a message becomes readable (wakes long-polling pulls).
@@ -51,25 +62,64 @@ pub struct PutMessageResult {
     pub append: AppendResult,
 }
 
+/// Puts that are stored and visible; under SYNC_FLUSH, `flush` completes when they are durable.
+#[derive(Debug)]
+pub struct Appended {
+    /// Placement of each message, in order.
+    pub results: Vec<AppendResult>,
+    /// The durability wait, when the flush mode and the messages ask for one.
+    pub flush: Option<FlushTicket>,
+}
+
 type QueueTable = HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>;
 
-struct FlushState {
-    stop: bool,
+/// Stops the background threads and wakes them from their sleeps.
+#[derive(Default)]
+struct StopSignal {
+    stopped: Mutex<bool>,
+    cond: Condvar,
+}
+
+impl StopSignal {
+    /// Sleeps up to `d`; `false` if the store is stopping.
+    fn sleep(&self, d: Duration) -> bool {
+        let mut stopped = self.stopped.lock();
+        if !*stopped {
+            self.cond.wait_for(&mut stopped, d);
+        }
+        !*stopped
+    }
+
+    fn stop(&self) {
+        *self.stopped.lock() = true;
+        self.cond.notify_all();
+    }
+
+    fn is_stopped(&self) -> bool {
+        *self.stopped.lock()
+    }
 }
 
 /// The message store.
 pub struct MessageStore {
-    config: StoreConfig,
+    pub(crate) config: StoreConfig,
+    pub(crate) storage: Arc<dyn Storage>,
     root: PathBuf,
-    commit_log: CommitLog,
+    pub(crate) commit_log: CommitLog,
     queues: RwLock<QueueTable>,
+    pub(crate) index: IndexService,
+    schedule: ScheduleService,
     delay_levels: Vec<i64>,
     memory_for_cache: i64,
     listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
+    group_commit: Arc<GroupCommit>,
+    pub(crate) disk_full: AtomicBool,
+    physic_flushed_ts: AtomicI64,
+    logics_flushed_ts: AtomicI64,
+    index_flushed_ts: AtomicI64,
     shut_down: AtomicBool,
-    flush_state: Mutex<FlushState>,
-    flush_wake: Condvar,
-    flusher: Mutex<Option<JoinHandle<()>>>,
+    stop: Arc<StopSignal>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
     lock: Mutex<Option<StoreLock>>,
     was_abnormal: bool,
 }
@@ -99,29 +149,65 @@ fn total_physical_memory() -> i64 {
     }
 }
 
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 impl MessageStore {
-    /// Opens (creating if needed) the store at `config.store_path_root_dir`, recovers it and
-    /// starts the flush thread.
+    /// Opens (creating if needed) the store at `config.store_path_root_dir` on the real file
+    /// system, recovers it and starts its background threads.
     pub fn open(config: StoreConfig) -> Result<Arc<MessageStore>> {
+        Self::open_with(config, FsStorage::shared())
+    }
+
+    /// [`MessageStore::open`] on any [`Storage`] (tests use a simulated disk).
+    pub fn open_with(config: StoreConfig, storage: Arc<dyn Storage>) -> Result<Arc<MessageStore>> {
         config.validate()?;
         let root = config.store_path_root_dir.clone();
-        let lock = StoreLock::acquire(&root)?;
+        let lock = StoreLock::acquire(storage.as_ref(), &root)?;
         let abort = root.join("abort");
-        let was_abnormal = abort.exists();
+        let was_abnormal = storage
+            .file_len(&abort)
+            .map_err(|e| StoreError::io(&abort, e))?
+            .is_some();
         let delay_levels = delay::parse_delay_levels(&config.message_delay_level)?;
+        let index = IndexService::new(
+            storage.clone(),
+            config.index_dir(),
+            IndexConfig {
+                enabled: config.message_index_enable,
+                slot_num: config.max_hash_slot_num,
+                max_index: config.max_index_num,
+            },
+        );
+        let schedule = ScheduleService::load(storage.as_ref(), &root, delay_levels.clone())?;
         let store = Arc::new(MessageStore {
-            commit_log: CommitLog::new(config.commit_log_dir(), config.mapped_file_size_commit_log),
+            commit_log: CommitLog::new(
+                storage.clone(),
+                config.commit_log_dir(),
+                config.mapped_file_size_commit_log,
+            ),
             queues: RwLock::new(HashMap::new()),
+            index,
+            schedule,
             delay_levels,
             memory_for_cache: total_physical_memory() / 100
                 * config.access_message_in_memory_max_ratio as i64,
             listener: RwLock::new(None),
+            group_commit: Arc::default(),
+            disk_full: AtomicBool::new(false),
+            physic_flushed_ts: AtomicI64::new(0),
+            logics_flushed_ts: AtomicI64::new(0),
+            index_flushed_ts: AtomicI64::new(0),
             shut_down: AtomicBool::new(false),
-            flush_state: Mutex::new(FlushState { stop: false }),
-            flush_wake: Condvar::new(),
-            flusher: Mutex::new(None),
+            stop: Arc::default(),
+            threads: Mutex::new(Vec::new()),
             lock: Mutex::new(Some(lock)),
             root: root.clone(),
+            storage: storage.clone(),
             config,
             was_abnormal,
         });
@@ -129,14 +215,31 @@ impl MessageStore {
             tracing::warn!(root = %root.display(), "abort file found: the last run did not shut down cleanly; recovering");
         }
         store.load_and_recover()?;
-        std::fs::write(&abort, b"").map_err(|e| StoreError::io(&abort, e))?;
-        let weak = Arc::downgrade(&store);
-        let handle = std::thread::Builder::new()
-            .name("rocketpy-store-flush".into())
-            .spawn(move || flush_loop(weak))
-            .map_err(|e| StoreError::io(&root, e))?;
-        *store.flusher.lock() = Some(handle);
+        storage
+            .write_atomic(&abort, b"")
+            .map_err(|e| StoreError::io(&abort, e))?;
+        store.start_threads()?;
         Ok(store)
+    }
+
+    fn start_threads(self: &Arc<Self>) -> Result<()> {
+        let loops: [(&str, Step); 4] = [
+            ("rocketpy-store-flush", MessageStore::flush_step),
+            ("rocketpy-store-index", MessageStore::index_step),
+            ("rocketpy-store-schedule", MessageStore::schedule_step),
+            ("rocketpy-store-clean", MessageStore::clean_step),
+        ];
+        let mut threads = self.threads.lock();
+        for (name, step) in loops {
+            let weak = Arc::downgrade(self);
+            let stop = self.stop.clone();
+            let handle = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || run_loop(weak, stop, step))
+                .map_err(|e| StoreError::io(&self.root, e))?;
+            threads.push(handle);
+        }
+        Ok(())
     }
 
     /// The configuration.
@@ -164,72 +267,85 @@ impl MessageStore {
         *self.listener.write() = Some(listener);
     }
 
+    // -- recovery -------------------------------------------------------------------------
+
     fn load_and_recover(&self) -> Result<()> {
         self.commit_log.load()?;
         self.load_consume_queues()?;
         for cq in self.all_queues() {
             cq.recover()?;
         }
+        let checkpoint = Checkpoint::read(self.storage.as_ref(), &self.root.join("checkpoint"))?;
         let files = self.commit_log.files().files();
         let start = if self.was_abnormal {
-            self.abnormal_start_index(&files)?
+            self.abnormal_start_index(&files, &checkpoint)
         } else {
             files.len().saturating_sub(3)
         };
-        let end = self
+        // Pass 1 re-dispatches from `start`. A consume queue that lacks units from before
+        // `start` (a lost or truncated consume-queue file) shows as a gap: then pass 2 rebuilds
+        // every queue from the first file, instead of numbering around the hole.
+        let gap = AtomicBool::new(false);
+        let mut end = self
             .commit_log
-            .recover(start, true, |view| self.redispatch(view))?;
+            .recover(start, true, |view| self.redispatch(view, start > 0, &gap))?;
+        if gap.load(Ordering::Acquire) {
+            tracing::warn!("consume queues miss units from before the recovery window; rebuilding from the first CommitLog file");
+            end = self
+                .commit_log
+                .recover(0, true, |view| self.redispatch(view, false, &gap))?;
+        }
+        let commit_min = self.commit_log.min_offset();
         let mut table: HashMap<String, HashMap<i32, i64>> = HashMap::new();
         for cq in self.all_queues() {
             cq.truncate_dirty(end)?;
+            cq.correct_min_offset(commit_min);
             table
                 .entry(cq.topic().to_owned())
                 .or_default()
                 .insert(cq.queue_id(), cq.max_offset());
         }
         self.commit_log.set_queue_offsets(table);
-        tracing::info!(root = %self.root.display(), commit_log_end = end, "store recovered");
+        self.index.load(
+            self.was_abnormal,
+            checkpoint.index_msg_timestamp,
+            commit_min,
+        )?;
+        self.schedule.recover(&self.commit_log);
+        // Saved now, so a crash before the next save still leaves a scan point for recover().
+        self.schedule
+            .persist(self.storage.as_ref(), || self.commit_log.max_offset(), true)?;
+        let ts = self.commit_log.last_store_timestamp();
+        self.physic_flushed_ts.store(ts, Ordering::Release);
+        self.logics_flushed_ts.store(ts, Ordering::Release);
+        tracing::info!(root = %self.root.display(), commit_log_end = end, abnormal = self.was_abnormal, "store recovered");
         Ok(())
     }
 
-    /// Abnormal recovery re-dispatches from the newest file whose first message is older than
-    /// the checkpoint (minus slack); with no usable checkpoint, from the first file.
-    fn abnormal_start_index(&self, files: &[Arc<crate::mapped_file::MappedFile>]) -> Result<usize> {
-        let cp = Checkpoint::read(&self.root.join("checkpoint"))?;
+    /// Abnormal recovery starts from the newest file whose first message is older than the
+    /// checkpoint (minus slack); with no usable checkpoint, from the first file.
+    fn abnormal_start_index(
+        &self,
+        files: &[Arc<crate::mapped_file::MappedFile>],
+        cp: &Checkpoint,
+    ) -> usize {
         let min_ts = cp.min_timestamp();
         if min_ts <= 0 {
-            return Ok(0);
+            return 0;
         }
         for (i, f) in files.iter().enumerate().rev() {
             // SAFETY: recovery runs before any writer starts.
             let data = unsafe { f.whole() };
             if let Ok(Decoded::Message(v)) = record::decode(data, false) {
                 if v.store_timestamp <= min_ts {
-                    return Ok(i);
+                    return i;
                 }
             }
         }
-        Ok(0)
+        0
     }
 
-    fn redispatch(&self, view: &RecordView<'_>) -> Result<()> {
-        let tags_code = delay::compute_tags_code(
-            view.topic,
-            view.properties,
-            view.store_timestamp,
-            &self.delay_levels,
-        );
-        let req = DispatchRequest {
-            topic: view.topic,
-            queue_id: view.queue_id,
-            commit_log_offset: view.physical_offset,
-            msg_size: view.total_size,
-            tags_code,
-            store_timestamp: view.store_timestamp,
-            consume_queue_offset: view.queue_offset,
-            properties: view.properties,
-            sys_flag: view.sys_flag,
-        };
+    fn redispatch(&self, view: &RecordView<'_>, detect_gaps: bool, gap: &AtomicBool) -> Result<()> {
         if validate_topic(view.topic).is_err() {
             tracing::warn!(
                 topic = view.topic,
@@ -238,35 +354,61 @@ impl MessageStore {
             );
             return Ok(());
         }
+        let req = DispatchRequest {
+            topic: view.topic,
+            queue_id: view.queue_id,
+            commit_log_offset: view.physical_offset,
+            msg_size: view.total_size,
+            tags_code: delay::compute_tags_code(
+                view.topic,
+                view.properties,
+                view.store_timestamp,
+                &self.delay_levels,
+            ),
+            store_timestamp: view.store_timestamp,
+            consume_queue_offset: view.queue_offset,
+            properties: view.properties,
+            sys_flag: view.sys_flag,
+        };
+        if detect_gaps && req.is_consumable() {
+            let max = self
+                .find_consume_queue(view.topic, view.queue_id)
+                .map(|cq| cq.max_offset())
+                .unwrap_or(0);
+            if max < view.queue_offset {
+                gap.store(true, Ordering::Release);
+                return Ok(());
+            }
+        }
         self.dispatch(&req)
     }
 
     fn load_consume_queues(&self) -> Result<()> {
         let dir = self.config.consume_queue_dir();
-        let topics = match std::fs::read_dir(&dir) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(StoreError::io(&dir, e)),
-        };
+        let topics = self
+            .storage
+            .list(&dir)
+            .map_err(|e| StoreError::io(&dir, e))?;
         let mut table = self.queues.write();
-        for topic in topics {
-            let topic = topic.map_err(|e| StoreError::io(&dir, e))?;
-            let Some(name) = topic.file_name().to_str().map(str::to_owned) else {
-                continue;
-            };
+        for name in topics {
             if validate_topic(&name).is_err() {
-                tracing::warn!(dir = %topic.path().display(), "ignoring consume queue directory with an invalid topic name");
+                tracing::warn!(dir = %dir.join(&name).display(), "ignoring consume queue directory with an invalid topic name");
                 continue;
             }
-            let queues =
-                std::fs::read_dir(topic.path()).map_err(|e| StoreError::io(topic.path(), e))?;
-            for q in queues {
-                let q = q.map_err(|e| StoreError::io(topic.path(), e))?;
-                let Some(queue_id) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok())
-                else {
+            let topic_dir = dir.join(&name);
+            for q in self
+                .storage
+                .list(&topic_dir)
+                .map_err(|e| StoreError::io(&topic_dir, e))?
+            {
+                let Ok(queue_id) = q.parse::<i32>() else {
                     continue;
                 };
+                if queue_id < 0 || !self.storage.is_dir(&topic_dir.join(&q)) {
+                    continue;
+                }
                 let cq = ConsumeQueue::new(
+                    self.storage.clone(),
                     &dir,
                     &name,
                     queue_id,
@@ -282,7 +424,7 @@ impl MessageStore {
         Ok(())
     }
 
-    fn all_queues(&self) -> Vec<Arc<ConsumeQueue>> {
+    pub(crate) fn all_queues(&self) -> Vec<Arc<ConsumeQueue>> {
         self.queues
             .read()
             .values()
@@ -310,6 +452,7 @@ impl MessageStore {
             .entry(queue_id)
             .or_insert_with(|| {
                 Arc::new(ConsumeQueue::new(
+                    self.storage.clone(),
                     &self.config.consume_queue_dir(),
                     topic,
                     queue_id,
@@ -323,20 +466,41 @@ impl MessageStore {
         if !req.is_consumable() {
             return Ok(());
         }
+        let tags_code = if req.topic == SCHEDULE_TOPIC {
+            delay::compute_tags_code(
+                req.topic,
+                req.properties,
+                req.store_timestamp,
+                &self.delay_levels,
+            )
+        } else {
+            req.tags_code
+        };
         let cq = self.find_or_create_consume_queue(req.topic, req.queue_id);
         cq.put(
             req.consume_queue_offset,
             CqUnit {
                 commit_log_offset: req.commit_log_offset,
                 size: req.msg_size,
-                tags_code: req.tags_code,
+                tags_code,
             },
         )
     }
 
+    // -- put ------------------------------------------------------------------------------
+
     fn check_message(&self, msg: &MessageToStore) -> Result<()> {
         if self.shut_down.load(Ordering::Acquire) {
             return Err(StoreError::ShutDown);
+        }
+        if self.disk_full.load(Ordering::Acquire) {
+            let (total, avail) = self.storage.disk_space(&self.root).unwrap_or((1, 1));
+            return Err(StoreError::DiskFull {
+                used_percent: (total.saturating_sub(avail) * 100)
+                    .checked_div(total)
+                    .unwrap_or(100),
+                limit_percent: self.config.disk_space_warning_level_ratio,
+            });
         }
         validate_topic(&msg.topic)?;
         if msg.queue_id < 0 {
@@ -354,55 +518,108 @@ impl MessageStore {
         Ok(())
     }
 
-    /// Stores one message.
-    pub fn put_message(&self, msg: MessageToStore) -> Result<PutMessageResult> {
-        let mut results = self.put_messages(std::slice::from_ref(&msg))?;
-        Ok(results.remove(0))
+    /// A message with `DELAY=n` goes to the schedule topic (queue `n - 1`), its real topic and
+    /// queue kept in properties; the schedule service delivers it when due.
+    fn to_schedule_topic<'a>(&self, msg: &'a MessageToStore) -> Cow<'a, MessageToStore> {
+        let tx = sys_flag::transaction_type(msg.sys_flag);
+        if msg.topic == SCHEDULE_TOPIC
+            || !matches!(
+                tx,
+                sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
+            )
+        {
+            return Cow::Borrowed(msg);
+        }
+        let level = match properties::find(&msg.properties, keys::DELAY_TIME_LEVEL)
+            .map(|l| l.trim().parse::<i64>())
+        {
+            Some(Ok(l)) if l > 0 => l.min(self.delay_levels.len() as i64) as i32,
+            _ => return Cow::Borrowed(msg),
+        };
+        let mut props: Vec<(&str, &str)> = properties::pairs(&msg.properties)
+            .filter(|(k, _)| {
+                *k != keys::REAL_TOPIC && *k != keys::REAL_QUEUE_ID && *k != keys::DELAY_TIME_LEVEL
+            })
+            .collect();
+        let level_text = level.to_string();
+        let qid = msg.queue_id.to_string();
+        props.push((keys::DELAY_TIME_LEVEL, &level_text));
+        props.push((keys::REAL_TOPIC, &msg.topic));
+        props.push((keys::REAL_QUEUE_ID, &qid));
+        let mut scheduled = msg.clone();
+        scheduled.properties = properties::encode(props);
+        scheduled.topic = SCHEDULE_TOPIC.to_owned();
+        scheduled.queue_id = level - 1;
+        Cow::Owned(scheduled)
     }
 
-    /// Stores messages contiguously, under one lock acquisition, all or none validated first.
-    pub fn put_messages(&self, msgs: &[MessageToStore]) -> Result<Vec<PutMessageResult>> {
+    /// Stores messages contiguously (all validated first) and returns at once; under
+    /// SYNC_FLUSH the result carries the ticket to wait on before acknowledging.
+    pub fn put_messages_nowait(&self, msgs: &[MessageToStore]) -> Result<Appended> {
         for msg in msgs {
             self.check_message(msg)?;
         }
         if msgs.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Appended {
+                results: Vec::new(),
+                flush: None,
+            });
         }
-        let appended = self.commit_log.put_batch(msgs, |req| self.dispatch(req))?;
-        let wait = msgs
+        let needs_schedule = msgs
             .iter()
-            .any(|m| properties::find(&m.properties, keys::WAIT_STORE_MSG_OK) != Some("false"));
-        let status = if self.config.flush_disk_type == FlushDiskType::SyncFlush && wait {
-            self.sync_flush()
+            .any(|m| properties::find(&m.properties, keys::DELAY_TIME_LEVEL).is_some());
+        let transformed: Vec<MessageToStore>;
+        let msgs: &[MessageToStore] = if needs_schedule {
+            transformed = msgs
+                .iter()
+                .map(|m| self.to_schedule_topic(m).into_owned())
+                .collect();
+            &transformed
         } else {
-            PutStatus::PutOk
+            msgs
+        };
+        let results = self.commit_log.put_batch(msgs, |req| self.dispatch(req))?;
+        let wait = self.config.flush_disk_type == FlushDiskType::SyncFlush
+            && msgs
+                .iter()
+                .any(|m| properties::find(&m.properties, keys::WAIT_STORE_MSG_OK) != Some("false"));
+        let flush = match (wait, results.last()) {
+            (true, Some(_)) => Some(self.group_commit.request()),
+            _ => None,
         };
         if let Some(listener) = self.listener.read().clone() {
-            for (msg, r) in msgs.iter().zip(&appended) {
+            for (msg, r) in msgs.iter().zip(&results) {
                 listener.arriving(&msg.topic, msg.queue_id, r.logics_offset + 1, msg.tags_code);
             }
         }
+        Ok(Appended { results, flush })
+    }
+
+    /// Stores messages and, under SYNC_FLUSH, waits until they are on disk (at most
+    /// `syncFlushTimeout`, after which their status is FLUSH_DISK_TIMEOUT: stored, not yet
+    /// known durable).
+    pub fn put_messages(&self, msgs: &[MessageToStore]) -> Result<Vec<PutMessageResult>> {
+        let appended = self.put_messages_nowait(msgs)?;
+        let status = match &appended.flush {
+            Some(ticket) if !ticket.wait(Duration::from_millis(self.config.sync_flush_timeout)) => {
+                PutStatus::FlushDiskTimeout
+            }
+            _ => PutStatus::PutOk,
+        };
         Ok(appended
+            .results
             .into_iter()
             .map(|append| PutMessageResult { status, append })
             .collect())
     }
 
-    fn sync_flush(&self) -> PutStatus {
-        let started = Instant::now();
-        match self.commit_log.flush() {
-            Ok(())
-                if started.elapsed() <= Duration::from_millis(self.config.sync_flush_timeout) =>
-            {
-                PutStatus::PutOk
-            }
-            Ok(()) => PutStatus::FlushDiskTimeout,
-            Err(e) => {
-                tracing::error!(error = %e, "sync flush failed");
-                PutStatus::FlushDiskTimeout
-            }
-        }
+    /// Stores one message (see [`MessageStore::put_messages`]).
+    pub fn put_message(&self, msg: MessageToStore) -> Result<PutMessageResult> {
+        let mut results = self.put_messages(std::slice::from_ref(&msg))?;
+        Ok(results.remove(0))
     }
+
+    // -- get ------------------------------------------------------------------------------
 
     /// Reads up to `max_msg_nums` messages of a queue from `offset`, keeping those whose tags
     /// code passes `filter` (RocketMQ's `getMessage`).
@@ -476,6 +693,14 @@ impl MessageStore {
                     result.status = GetMessageStatus::Found;
                     next_file_start = None;
                 }
+                None if self.commit_log.is_bad(unit.commit_log_offset) => {
+                    tracing::warn!(
+                        topic,
+                        queue_id,
+                        index,
+                        "message in a damaged CommitLog span skipped"
+                    );
+                }
                 None => {
                     if result.messages.is_empty() {
                         result.status = GetMessageStatus::MessageWasRemoving;
@@ -548,9 +773,14 @@ impl MessageStore {
         self.commit_log.read_record(commit_log_offset)
     }
 
-    /// Store timestamp of the message at a queue offset.
-    pub fn message_store_timestamp(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
-        let unit = self.find_consume_queue(topic, queue_id)?.get(offset)?;
+    /// The record named by an offset message id (store address + physical offset).
+    pub fn look_message_by_offset_msg_id(&self, msg_id: &str) -> Result<Option<Bytes>> {
+        let (_, offset) = record::parse_offset_msg_id(msg_id)?;
+        Ok(self.look_message_by_offset(offset))
+    }
+
+    fn store_timestamp_at(&self, cq: &ConsumeQueue, index: i64) -> Option<i64> {
+        let unit = cq.get(index).filter(|u| !u.is_blank())?;
         let bytes = self.commit_log.read(unit.commit_log_offset, unit.size)?;
         match record::decode(&bytes, false) {
             Ok(Decoded::Message(v)) => Some(v.store_timestamp),
@@ -558,9 +788,105 @@ impl MessageStore {
         }
     }
 
+    /// Store timestamp of the message at a queue offset.
+    pub fn message_store_timestamp(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+        let cq = self.find_consume_queue(topic, queue_id)?;
+        self.store_timestamp_at(&cq, offset)
+    }
+
+    /// Store timestamp of the first readable message of a queue.
+    pub fn earliest_message_time_in_queue(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        let cq = self.find_consume_queue(topic, queue_id)?;
+        (cq.min_offset()..cq.max_offset()).find_map(|i| self.store_timestamp_at(&cq, i))
+    }
+
+    /// Store timestamp of the first message of the CommitLog.
+    pub fn earliest_message_time(&self) -> Option<i64> {
+        let bytes = self.commit_log.read_record(self.commit_log.min_offset())?;
+        match record::decode(&bytes, false) {
+            Ok(Decoded::Message(v)) => Some(v.store_timestamp),
+            _ => None,
+        }
+    }
+
+    /// The first queue offset whose message was stored at or after `timestamp` (ms), by binary
+    /// search on store time; the max offset when every message is older. (RocketMQ returns
+    /// the offset with the *closest* time, which may skip messages stored right at
+    /// `timestamp`; "first at or after" never does.)
+    pub fn offset_by_time(&self, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
+        let Some(cq) = self.find_consume_queue(topic, queue_id) else {
+            return 0;
+        };
+        let (mut lo, mut hi) = (cq.min_offset(), cq.max_offset());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            // Blank or unreadable units take the time of the next readable one.
+            let t = (mid..hi).find_map(|i| self.store_timestamp_at(&cq, i));
+            match t {
+                Some(t) if t < timestamp => lo = mid + 1,
+                _ => hi = mid,
+            }
+        }
+        lo
+    }
+
+    /// Messages of `topic` whose UNIQ_KEY or one of whose KEYS is `key`, stored in
+    /// `[begin, end]` (ms), newest first, at most `max_num`. Waits briefly for the index to
+    /// catch up with messages stored before the call.
+    pub fn query_message(
+        &self,
+        topic: &str,
+        key: &str,
+        max_num: usize,
+        begin: i64,
+        end: i64,
+    ) -> Vec<Bytes> {
+        let target = self.commit_log.max_offset();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while self.config.message_index_enable
+            && self.index.progress() < target
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut out = Vec::new();
+        for offset in self.index.query(
+            topic,
+            key,
+            max_num.saturating_mul(2).max(max_num),
+            begin,
+            end,
+        ) {
+            if out.len() >= max_num {
+                break;
+            }
+            let Some(bytes) = self.commit_log.read_record(offset) else {
+                continue;
+            };
+            let matches = match record::decode(&bytes, false) {
+                Ok(Decoded::Message(v)) => {
+                    v.topic == topic
+                        && (properties::find(v.properties, keys::UNIQ_KEY) == Some(key)
+                            || properties::find(v.properties, keys::KEYS)
+                                .is_some_and(|ks| ks.split(' ').any(|k| k == key)))
+                }
+                _ => false,
+            };
+            if matches {
+                out.push(bytes);
+            }
+        }
+        out
+    }
+
     /// The CommitLog's first and one-past-last offsets.
     pub fn commit_log_range(&self) -> (i64, i64) {
         (self.commit_log.min_offset(), self.commit_log.max_offset())
+    }
+
+    /// Damaged CommitLog spans found by recovery.
+    pub fn bad_ranges(&self) -> Vec<(i64, i64)> {
+        self.commit_log.bad_ranges()
     }
 
     /// Every (topic, queue id) with a consume queue.
@@ -575,52 +901,12 @@ impl MessageStore {
         out
     }
 
-    /// Flushes the CommitLog and every consume queue, then the checkpoint.
-    pub fn flush(&self) -> Result<()> {
-        let ts = self.commit_log.last_store_timestamp();
-        self.commit_log.flush()?;
-        for cq in self.all_queues() {
-            cq.flush()?;
-        }
-        Checkpoint {
-            physic_msg_timestamp: ts,
-            logics_msg_timestamp: ts,
-            index_msg_timestamp: ts,
-        }
-        .write(&self.root.join("checkpoint"))
+    /// Next schedule offset per delay level.
+    pub fn delay_offsets(&self) -> std::collections::BTreeMap<i32, i64> {
+        self.schedule.offsets()
     }
 
-    /// Stops the flush thread, flushes everything, removes `abort` and releases `lock`.
-    /// Idempotent.
-    pub fn shutdown(&self) -> Result<()> {
-        if self.shut_down.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        self.flush_state.lock().stop = true;
-        self.flush_wake.notify_all();
-        if let Some(handle) = self.flusher.lock().take() {
-            if handle.thread().id() != std::thread::current().id() {
-                let _ = handle.join();
-            }
-        }
-        self.flush()?;
-        let abort = self.root.join("abort");
-        match std::fs::remove_file(&abort) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(&abort, e)),
-        }
-        self.lock.lock().take();
-        tracing::info!(root = %self.root.display(), "store shut down cleanly");
-        Ok(())
-    }
-
-    /// Whether [`MessageStore::shutdown`] ran.
-    pub fn is_shut_down(&self) -> bool {
-        self.shut_down.load(Ordering::Acquire)
-    }
-
-    /// File names of the CommitLog, in order (diagnostics and tests).
+    /// File names (start offsets) of the CommitLog, in order.
     pub fn commit_log_files(&self) -> Vec<u64> {
         self.commit_log
             .files()
@@ -628,6 +914,221 @@ impl MessageStore {
             .iter()
             .filter_map(|f| f.path().file_name()?.to_str().and_then(parse_file_name))
             .collect()
+    }
+
+    // -- flush, shutdown --------------------------------------------------------------------
+
+    /// Flushes the CommitLog, the consume queues and the index, then the checkpoint.
+    pub fn flush(&self) -> Result<()> {
+        let ts = self.commit_log.last_store_timestamp();
+        self.commit_log.flush()?;
+        self.physic_flushed_ts.fetch_max(ts, Ordering::AcqRel);
+        for cq in self.all_queues() {
+            cq.flush()?;
+        }
+        self.logics_flushed_ts.fetch_max(ts, Ordering::AcqRel);
+        let index_ts = self.index.last_timestamp();
+        self.index.flush()?;
+        self.index_flushed_ts.fetch_max(index_ts, Ordering::AcqRel);
+        self.write_checkpoint()
+    }
+
+    fn write_checkpoint(&self) -> Result<()> {
+        Checkpoint {
+            physic_msg_timestamp: self.physic_flushed_ts.load(Ordering::Acquire),
+            logics_msg_timestamp: self.logics_flushed_ts.load(Ordering::Acquire),
+            index_msg_timestamp: self.index_flushed_ts.load(Ordering::Acquire),
+        }
+        .write(self.storage.as_ref(), &self.root.join("checkpoint"))
+    }
+
+    fn stop_threads(&self) {
+        self.stop.stop();
+        self.group_commit.notify();
+        let threads: Vec<_> = self.threads.lock().drain(..).collect();
+        for handle in threads {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
+
+    /// Stops the background threads, finishes indexing, flushes everything, saves the delay
+    /// offsets, removes `abort` and releases `lock`. Idempotent.
+    pub fn shutdown(&self) -> Result<()> {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.stop_threads();
+        if let Err(e) = self.index.index_pending(&self.commit_log) {
+            tracing::error!(error = %e, "indexing at shutdown failed; the index is rebuilt at start-up");
+        }
+        self.flush()?;
+        self.group_commit.fail_all();
+        self.schedule
+            .persist(self.storage.as_ref(), || self.commit_log.max_offset(), true)?;
+        let abort = self.root.join("abort");
+        self.storage
+            .remove(&abort)
+            .map_err(|e| StoreError::io(&abort, e))?;
+        self.lock.lock().take();
+        tracing::info!(root = %self.root.display(), "store shut down cleanly");
+        Ok(())
+    }
+
+    /// Stops the store as a crash would: no flush, `abort` left in place, pending SYNC_FLUSH
+    /// waits failed. For crash tests; what reaches the disk is up to the [`Storage`].
+    pub fn halt(&self) {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.stop_threads();
+        self.group_commit.fail_all();
+        self.lock.lock().take();
+    }
+
+    /// Whether [`MessageStore::shutdown`] (or [`MessageStore::halt`]) ran.
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    // -- background steps: each returns how long to sleep before the next -------------------
+
+    fn flush_step(&self, st: &mut LoopState) -> Duration {
+        let sync = self.config.flush_disk_type == FlushDiskType::SyncFlush;
+        if sync {
+            // Group commit: one msync serves every put that asked before it started.
+            if let Some(batch) = self.group_commit.take(Duration::from_millis(10)) {
+                let ts = self.commit_log.last_store_timestamp();
+                let ok = match self.commit_log.flush() {
+                    Ok(()) => {
+                        self.physic_flushed_ts.fetch_max(ts, Ordering::AcqRel);
+                        true
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "sync flush failed");
+                        false
+                    }
+                };
+                for t in batch {
+                    t.complete(ok);
+                }
+            }
+        }
+        let now = Instant::now();
+        if !sync && now >= st.next_commit_log_flush {
+            st.next_commit_log_flush =
+                now + Duration::from_millis(self.config.flush_interval_commit_log.max(1));
+            let thorough = now.duration_since(st.last_thorough)
+                >= Duration::from_millis(self.config.flush_commit_log_thorough_interval);
+            let pages = self.commit_log.files().dirty_bytes() / 4096;
+            if thorough || pages >= self.config.flush_commit_log_least_pages {
+                if thorough {
+                    st.last_thorough = now;
+                }
+                let ts = self.commit_log.last_store_timestamp();
+                match self.commit_log.flush() {
+                    Ok(()) => {
+                        self.physic_flushed_ts.fetch_max(ts, Ordering::AcqRel);
+                    }
+                    Err(e) => tracing::error!(error = %e, "commit log flush failed"),
+                }
+            }
+        }
+        if now >= st.next_logic_flush {
+            st.next_logic_flush =
+                now + Duration::from_millis(self.config.flush_interval_consume_queue.max(1));
+            let ts = self.commit_log.last_store_timestamp();
+            let mut ok = true;
+            for cq in self.all_queues() {
+                if let Err(e) = cq.flush() {
+                    tracing::error!(error = %e, "consume queue flush failed");
+                    ok = false;
+                }
+            }
+            if ok {
+                self.logics_flushed_ts.fetch_max(ts, Ordering::AcqRel);
+                if let Err(e) = self.write_checkpoint() {
+                    tracing::error!(error = %e, "checkpoint write failed");
+                }
+            }
+        }
+        if sync {
+            Duration::ZERO
+        } else {
+            st.next_commit_log_flush
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100))
+        }
+    }
+
+    fn index_step(&self, st: &mut LoopState) -> Duration {
+        let busy = match self.index.index_pending(&self.commit_log) {
+            Ok(progress) => progress,
+            Err(e) => {
+                tracing::error!(error = %e, "indexing failed; retrying");
+                false
+            }
+        };
+        if Instant::now() >= st.next_index_flush {
+            st.next_index_flush = Instant::now() + Duration::from_secs(1);
+            let ts = self.index.last_timestamp();
+            match self.index.flush() {
+                Ok(()) => {
+                    self.index_flushed_ts.fetch_max(ts, Ordering::AcqRel);
+                }
+                Err(e) => tracing::error!(error = %e, "index flush failed"),
+            }
+        }
+        if busy {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(10)
+        }
+    }
+
+    fn schedule_step(&self, st: &mut LoopState) -> Duration {
+        let now = now_millis();
+        let next = self.schedule.deliver_due(
+            now,
+            |queue_id| self.find_consume_queue(SCHEDULE_TOPIC, queue_id),
+            &self.commit_log,
+            |msg| {
+                self.put_messages_nowait(std::slice::from_ref(&msg))
+                    .map(|_| ())
+            },
+        );
+        if Instant::now() >= st.next_delay_persist {
+            st.next_delay_persist = Instant::now()
+                + Duration::from_millis(self.config.flush_delay_offset_interval.max(100));
+            if let Err(e) = self.schedule.persist(
+                self.storage.as_ref(),
+                || self.commit_log.max_offset(),
+                false,
+            ) {
+                tracing::error!(error = %e, "saving delay offsets failed");
+            }
+        }
+        let wait = next
+            .map(|t| (t - now_millis()).clamp(1, 100))
+            .unwrap_or(100);
+        Duration::from_millis(wait as u64)
+    }
+
+    fn clean_step(&self, st: &mut LoopState) -> Duration {
+        if Instant::now() >= st.next_clean {
+            st.next_clean = Instant::now()
+                + Duration::from_millis(self.config.clean_resource_interval.max(100));
+            match self.disk_used_ratio() {
+                Ok(ratio) => {
+                    if let Err(e) = self.clean_files(now_millis(), ratio, false) {
+                        tracing::error!(error = %e, "retention clean-up failed");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read disk usage"),
+            }
+        }
+        Duration::from_millis(100)
     }
 }
 
@@ -641,66 +1142,42 @@ impl Drop for MessageStore {
     }
 }
 
-/// The background flusher: CommitLog every `flushIntervalCommitLog` when enough pages are dirty
-/// (or the thorough interval passed), consume queues every `flushIntervalConsumeQueue`, then the
-/// checkpoint. Holds only a weak reference so dropping the store stops it.
-fn flush_loop(store: Weak<MessageStore>) {
-    let mut last_thorough = Instant::now();
-    let mut last_cq = Instant::now();
+/// Timers of the background loops.
+pub(crate) struct LoopState {
+    next_commit_log_flush: Instant,
+    last_thorough: Instant,
+    next_logic_flush: Instant,
+    next_index_flush: Instant,
+    next_delay_persist: Instant,
+    next_clean: Instant,
+}
+
+impl Default for LoopState {
+    fn default() -> Self {
+        let now = Instant::now();
+        LoopState {
+            next_commit_log_flush: now,
+            last_thorough: now,
+            next_logic_flush: now,
+            next_index_flush: now,
+            next_delay_persist: now,
+            next_clean: now + Duration::from_secs(1),
+        }
+    }
+}
+
+/// One iteration of a background loop; returns how long to sleep before the next.
+type Step = fn(&MessageStore, &mut LoopState) -> Duration;
+
+fn run_loop(store: Weak<MessageStore>, stop: Arc<StopSignal>, step: Step) {
+    let mut st = LoopState::default();
     loop {
-        let interval = match store.upgrade() {
-            Some(s) => Duration::from_millis(s.config.flush_interval_commit_log.max(1)),
-            None => return,
+        let wait = match store.upgrade() {
+            Some(s) if !stop.is_stopped() => step(&s, &mut st),
+            _ => return,
         };
-        {
-            let Some(s) = store.upgrade() else { return };
-            let mut state = s.flush_state.lock();
-            if state.stop {
-                return;
-            }
-            s.flush_wake.wait_for(&mut state, interval);
-            if state.stop {
-                return;
-            }
-        }
-        let Some(s) = store.upgrade() else { return };
-        let thorough = last_thorough.elapsed()
-            >= Duration::from_millis(s.config.flush_commit_log_thorough_interval);
-        let dirty_pages = s.commit_log.files().dirty_bytes() / 4096;
-        let ts = s.commit_log.last_store_timestamp();
-        if thorough || dirty_pages >= s.config.flush_commit_log_least_pages {
-            if thorough {
-                last_thorough = Instant::now();
-            }
-            if let Err(e) = s.commit_log.flush() {
-                tracing::error!(error = %e, "commit log flush failed");
-                continue;
-            }
-        }
-        if last_cq.elapsed() >= Duration::from_millis(s.config.flush_interval_consume_queue) {
-            last_cq = Instant::now();
-            let mut ok = true;
-            for cq in s.all_queues() {
-                if let Err(e) = cq.flush() {
-                    tracing::error!(error = %e, "consume queue flush failed");
-                    ok = false;
-                }
-            }
-            let physic = if s.commit_log.files().dirty_bytes() == 0 {
-                ts
-            } else {
-                0
-            };
-            if ok && physic > 0 {
-                let cp = Checkpoint {
-                    physic_msg_timestamp: physic,
-                    logics_msg_timestamp: ts,
-                    index_msg_timestamp: ts,
-                };
-                if let Err(e) = cp.write(&s.root.join("checkpoint")) {
-                    tracing::error!(error = %e, "checkpoint write failed");
-                }
-            }
+        if !wait.is_zero() && !stop.sleep(wait) {
+            return;
         }
     }
 }

@@ -48,6 +48,12 @@ pub fn decode(s: &str) -> HashMap<String, String> {
         .collect()
 }
 
+/// The name/value pairs of a properties string, in order, borrowed.
+pub fn pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
+    s.split(PROPERTY_SEPARATOR)
+        .filter_map(|item| item.split_once(NAME_VALUE_SEPARATOR))
+}
+
 /// Finds one property without decoding the rest.
 pub fn find<'a>(s: &'a str, name: &str) -> Option<&'a str> {
     s.split(PROPERTY_SEPARATOR)

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod client;
 pub mod offset;
 pub mod pull;
+pub mod query;
 pub mod send;
 
 use std::sync::{Arc, OnceLock};

@@ -6,7 +6,7 @@ use rocketpy_remoting::code::{request, response};
 use rocketpy_remoting::protocol::perm;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
 use rocketpy_store::properties::{self, keys};
-use rocketpy_store::{java_hash, validate_topic, MessageToStore, PutStatus, StoreError};
+use rocketpy_store::{java_hash, validate_topic, MessageToStore, StoreError};
 
 use super::ok;
 use crate::topic_config::AUTO_CREATE_TOPIC_KEY_TOPIC;
@@ -225,6 +225,10 @@ pub(crate) fn store_error(e: StoreError) -> ProcessError {
             response::SERVICE_NOT_AVAILABLE,
             "service not available now: the store is shut down",
         ),
+        StoreError::DiskFull { .. } => ProcessError::new(
+            response::SERVICE_NOT_AVAILABLE,
+            format!("service not available now: {e}"),
+        ),
         other => ProcessError::new(response::SYSTEM_ERROR, other.to_string()),
     }
 }
@@ -264,19 +268,42 @@ pub fn process(
         reconsume_times: h.reconsume_times,
         prepared_transaction_offset: 0,
     };
-    let result = broker.store.put_message(msg).map_err(store_error)?;
-    let code = match result.status {
-        PutStatus::PutOk => response::SUCCESS,
-        PutStatus::FlushDiskTimeout => response::FLUSH_DISK_TIMEOUT,
+    let appended = broker
+        .store
+        .put_messages_nowait(std::slice::from_ref(&msg))
+        .map_err(store_error)?;
+    let Some(result) = appended.results.into_iter().next() else {
+        return Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            "the store accepted no message",
+        ));
     };
-    let mut resp = ok(req)
-        .with_field("msgId", &result.append.msg_id)
+    let resp = ok(req)
+        .with_field("msgId", &result.msg_id)
         .with_field("queueId", queue_id)
-        .with_field("queueOffset", result.append.logics_offset)
+        .with_field("queueOffset", result.logics_offset)
         .with_field("MSG_REGION", "DefaultRegion")
         .with_field("TRACE_ON", "true");
-    resp.code = code;
-    Ok(Reply::Now(Some(resp)))
+    Ok(with_flush_wait(broker, resp, appended.flush))
+}
+
+/// Answers at once, or (SYNC_FLUSH) once the disk sync covering the message returned;
+/// FLUSH_DISK_TIMEOUT after `syncFlushTimeout` (the message is stored either way).
+pub(crate) fn with_flush_wait(
+    broker: &Arc<BrokerInner>,
+    mut resp: RemotingCommand,
+    flush: Option<rocketpy_store::FlushTicket>,
+) -> Reply {
+    let Some(ticket) = flush else {
+        return Reply::Now(Some(resp));
+    };
+    let timeout = std::time::Duration::from_millis(broker.settings.store.sync_flush_timeout);
+    Reply::Later(Box::pin(async move {
+        if !matches!(tokio::time::timeout(timeout, ticket).await, Ok(true)) {
+            resp.code = response::FLUSH_DISK_TIMEOUT;
+        }
+        Some(resp)
+    }))
 }
 
 #[cfg(test)]

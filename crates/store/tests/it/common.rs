@@ -38,3 +38,67 @@ pub fn body_of(record: &[u8]) -> Vec<u8> {
         other => panic!("not a message: {other:?}"),
     }
 }
+
+use rocketpy_store::sim::SimStorage;
+use rocketpy_store::{FlushDiskType, GetMessageStatus, MessageToStore as Msg};
+
+/// A small store on the simulated disk: 64 KiB CommitLog files, 100-unit consume-queue files,
+/// a tiny index.
+pub fn sim_config(flush: FlushDiskType) -> StoreConfig {
+    let mut c = config(Path::new("/sim/store"), 64 * 1024, 20 * 100);
+    c.flush_disk_type = flush;
+    c.max_hash_slot_num = 64;
+    c.max_index_num = 400;
+    c
+}
+
+pub fn open_sim(sim: &SimStorage, c: &StoreConfig) -> Arc<MessageStore> {
+    MessageStore::open_with(c.clone(), sim.shared()).unwrap()
+}
+
+/// A message whose body encodes `i` (and is checkable), with UNIQ_KEY `u{i}` and KEYS.
+pub fn numbered(topic: &str, queue_id: i32, i: u32) -> Msg {
+    let mut m = message(topic, queue_id, body_for(i), "TagA");
+    m.properties = properties::encode([
+        ("TAGS", "TagA"),
+        ("KEYS", &format!("k{i} common")),
+        ("UNIQ_KEY", &format!("u{i}")),
+    ]);
+    m
+}
+
+pub fn body_for(i: u32) -> Vec<u8> {
+    let mut b = i.to_be_bytes().to_vec();
+    b.extend(std::iter::repeat_n(
+        (i % 251) as u8,
+        100 + (i as usize * 37) % 900,
+    ));
+    b
+}
+
+/// Every message of a queue, in offset order, as (queue offset, body).
+pub fn read_all(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<(i64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut offset = store.min_offset_in_queue(topic, queue_id);
+    loop {
+        let r = store.get_message(topic, queue_id, offset, 32, None);
+        match r.status {
+            GetMessageStatus::Found => {
+                for (m, q) in r.messages.iter().zip(&r.queue_offsets) {
+                    out.push((*q, body_of(m)));
+                }
+            }
+            GetMessageStatus::NoMatchedMessage | GetMessageStatus::MessageWasRemoving => {}
+            _ => return out,
+        }
+        if r.next_begin_offset <= offset {
+            return out;
+        }
+        offset = r.next_begin_offset;
+    }
+}
+
+/// The number encoded in a body.
+pub fn number_of(body: &[u8]) -> u32 {
+    u32::from_be_bytes([body[0], body[1], body[2], body[3]])
+}

@@ -1,5 +1,11 @@
-//! Store integration tests: real files in temporary directories.
+//! Store integration tests: real files in temporary directories, and a simulated disk for
+//! power-loss cases.
 
 mod common;
+mod delay;
+mod group_commit;
+mod index;
+mod power_loss;
 mod put_get;
 mod recovery;
+mod retention;

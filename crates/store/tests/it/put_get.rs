@@ -129,3 +129,34 @@ proptest! {
         prop_assert_eq!(got, bodies);
     }
 }
+
+#[test]
+fn offset_by_time_and_earliest_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    let mut times = Vec::new();
+    for i in 0..30u8 {
+        let r = store.put_message(message("T", 0, vec![i], "A")).unwrap();
+        times.push(r.append.store_timestamp);
+        if i % 10 == 9 {
+            std::thread::sleep(std::time::Duration::from_millis(15));
+        }
+    }
+    assert_eq!(store.offset_by_time("T", 0, 0), 0);
+    assert_eq!(
+        store.offset_by_time("T", 0, i64::MAX),
+        30,
+        "after everything: the end"
+    );
+    for probe in [10usize, 20, 25] {
+        let at = store.offset_by_time("T", 0, times[probe]);
+        assert_eq!(times[at as usize], times[probe]);
+        assert!(
+            at == 0 || times[at as usize - 1] < times[probe],
+            "the first stored at or after"
+        );
+    }
+    assert_eq!(store.earliest_message_time_in_queue("T", 0), Some(times[0]));
+    assert_eq!(store.earliest_message_time(), Some(times[0]));
+    assert_eq!(store.offset_by_time("Nope", 0, 5), 0);
+}

@@ -1,0 +1,239 @@
+//! All file I/O of the store goes through [`Storage`], so tests can run the store on a
+//! simulated disk ([`crate::sim::SimStorage`]) that loses unsynced bytes or tears writes at a
+//! "power loss". [`FsStorage`] is the real thing: files mapped with `mmap`, synced with
+//! `msync`, small files replaced atomically.
+
+use std::any::Any;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use memmap2::MmapRaw;
+
+/// A file mapped into memory. Bytes are written through [`Region::as_ptr`]; they are durable
+/// only once a [`Region::sync`] covering them returned.
+pub trait Region: Send + Sync {
+    /// Start of the mapping (valid for [`Region::len`] bytes while the region lives).
+    fn as_ptr(&self) -> *mut u8;
+    /// Size of the mapping.
+    fn len(&self) -> usize;
+    /// Whether the mapping is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Makes `[offset, offset+len)` durable.
+    fn sync(&self, offset: usize, len: usize) -> io::Result<()>;
+    /// Zeroes `[offset, offset+len)`, releasing disk space where it can.
+    fn discard(&self, offset: usize, len: usize) -> io::Result<()>;
+}
+
+/// The lock that keeps a second process off a store directory while held.
+pub type LockGuard = Box<dyn Any + Send + Sync>;
+
+/// The file operations the store needs.
+pub trait Storage: Send + Sync + std::fmt::Debug + 'static {
+    /// Maps `path` with exactly `size` bytes, creating it when `create`; a shorter file is
+    /// extended with zeroes (callers refuse longer ones first, see [`Storage::file_len`]).
+    fn map(&self, path: &Path, size: usize, create: bool) -> io::Result<Box<dyn Region>>;
+    /// Length of a file, `None` if it does not exist.
+    fn file_len(&self, path: &Path) -> io::Result<Option<u64>>;
+    /// Names of the entries of `dir` (empty if it does not exist).
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Whether `path` is a directory.
+    fn is_dir(&self, path: &Path) -> bool;
+    /// Deletes a file (no error if it is already gone).
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// A small file's content, `None` if it does not exist.
+    fn read(&self, path: &Path) -> io::Result<Option<Vec<u8>>>;
+    /// Replaces a small file atomically and durably.
+    fn write_atomic(&self, path: &Path, data: &[u8]) -> io::Result<()>;
+    /// Takes the exclusive lock of a store root; `WouldBlock` if another holder has it.
+    fn lock(&self, root: &Path) -> io::Result<LockGuard>;
+    /// `(total, available)` bytes of the file system holding `path`.
+    fn disk_space(&self, path: &Path) -> io::Result<(u64, u64)>;
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FsStorage;
+
+impl FsStorage {
+    /// The shared instance.
+    pub fn shared() -> Arc<dyn Storage> {
+        Arc::new(FsStorage)
+    }
+}
+
+struct FsRegion {
+    map: MmapRaw,
+    file: File,
+}
+
+impl Region for FsRegion {
+    fn as_ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.map.flush_range(offset, len)
+    }
+
+    fn discard(&self, offset: usize, len: usize) -> io::Result<()> {
+        let end = (offset + len).min(self.len());
+        if offset >= end {
+            return Ok(());
+        }
+        const PAGE: usize = 4096;
+        let first_page = offset.div_ceil(PAGE) * PAGE;
+        let last_page = end / PAGE * PAGE;
+        // SAFETY: the range is inside the mapping; callers own the bytes (no reader is given
+        // bytes at or above the write position).
+        let zero = |from: usize, to: usize| unsafe {
+            std::ptr::write_bytes(self.as_ptr().add(from), 0, to - from)
+        };
+        if first_page < last_page {
+            zero(offset, first_page);
+            zero(last_page, end);
+            // Punch a hole: the pages read back as zeroes and stop using disk space.
+            // SAFETY: fallocate on an owned descriptor with an in-range span.
+            let rc = unsafe {
+                libc::fallocate(
+                    self.file.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    first_page as libc::off_t,
+                    (last_page - first_page) as libc::off_t,
+                )
+            };
+            if rc != 0 {
+                zero(first_page, last_page);
+            }
+        } else {
+            zero(offset, end);
+        }
+        Ok(())
+    }
+}
+
+impl Storage for FsStorage {
+    fn map(&self, path: &Path, size: usize, create: bool) -> io::Result<Box<dyn Region>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(path)?;
+        if file.metadata()?.len() < size as u64 {
+            file.set_len(size as u64)?;
+        }
+        let map = MmapRaw::map_raw(&file)?;
+        Ok(Box::new(FsRegion { map, file }))
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<Option<u64>> {
+        match std::fs::metadata(path) {
+            Ok(m) => Ok(Some(m.len())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            if let Some(name) = entry?.file_name().to_str() {
+                names.push(name.to_owned());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Option<Vec<u8>>> {
+        match std::fs::read(path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn write_atomic(&self, path: &Path, data: &[u8]) -> io::Result<()> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        {
+            let mut f = File::create(&tmp)?;
+            f.write_all(data)?;
+            f.sync_all()?;
+        }
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent() {
+            // Make the rename itself durable.
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+
+    fn lock(&self, root: &Path) -> io::Result<LockGuard> {
+        let path = root.join("lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)?;
+        // SAFETY: flock on a valid, owned descriptor.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Box::new(file))
+    }
+
+    fn disk_space(&self, path: &Path) -> io::Result<(u64, u64)> {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let c = CString::new(path.as_os_str().as_bytes())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        // SAFETY: statvfs writes into the zeroed struct; the path is NUL-terminated.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let frsize = st.f_frsize as u64;
+        Ok((st.f_blocks as u64 * frsize, st.f_bavail as u64 * frsize))
+    }
+}

@@ -5,83 +5,10 @@ from __future__ import annotations
 
 import json
 import struct
-import zlib
-from pathlib import Path
 
 from helpers import Collector, start_consumer
+from rmq_format import java_hash, parse_commitlog, parse_consume_queue
 from rocketpy import ConsumeFromWhere, Message, Producer
-
-MAGIC = 0xDAA320A7
-BLANK = 0xCBD43194
-
-
-def parse_commitlog(directory: Path) -> list[dict]:
-    """Every message record of every CommitLog file, in order."""
-    records = []
-    for path in sorted(directory.iterdir()):
-        assert len(path.name) == 20 and path.name.isdigit(), path.name
-        base = int(path.name)
-        data = path.read_bytes()
-        pos = 0
-        while pos + 8 <= len(data):
-            total, magic = struct.unpack_from(">iI", data, pos)
-            if total == 0 and magic == 0:
-                break
-            if magic == BLANK:
-                break
-            assert magic == MAGIC, f"bad magic {magic:#x} at {base + pos}"
-            (body_crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = struct.unpack_from(
-                ">iiiqqiq", data, pos + 8
-            )
-            born_ip = ".".join(str(b) for b in data[pos + 48 : pos + 52])
-            (born_port, store_ts) = struct.unpack_from(">iq", data, pos + 52)
-            store_ip = ".".join(str(b) for b in data[pos + 64 : pos + 68])
-            (store_port, reconsume, prepared, body_len) = struct.unpack_from(
-                ">iiqi", data, pos + 68
-            )
-            p = pos + 88
-            body = data[p : p + body_len]
-            p += body_len
-            topic_len = data[p]
-            topic = data[p + 1 : p + 1 + topic_len].decode()
-            p += 1 + topic_len
-            (prop_len,) = struct.unpack_from(">h", data, p)
-            props_raw = data[p + 2 : p + 2 + prop_len].decode()
-            p += 2 + prop_len
-            assert p - pos == total == 91 + body_len + topic_len + prop_len
-            assert body_crc == zlib.crc32(body) & 0x7FFFFFFF
-            assert phys == base + pos
-            props = dict(item.split("\x01", 1) for item in props_raw.split("\x02") if item)
-            records.append(
-                dict(
-                    topic=topic, queue_id=queue_id, flag=flag, queue_offset=queue_offset, phys=phys,
-                    size=total, sys_flag=sys_flag, born_ts=born_ts, born=f"{born_ip}:{born_port}",
-                    store_ts=store_ts, store=f"{store_ip}:{store_port}", reconsume=reconsume,
-                    prepared=prepared, body=body, props=props,
-                )
-            )  # fmt: skip
-            pos += total
-    return records
-
-
-def parse_consume_queue(directory: Path) -> list[tuple[int, int, int]]:
-    units = []
-    for path in sorted(directory.iterdir()):
-        data = path.read_bytes()
-        for pos in range(0, len(data) - 19, 20):
-            offset, size, tags_code = struct.unpack_from(">qiq", data, pos)
-            if offset == 0 and size == 0:
-                break
-            units.append((offset, size, tags_code))
-    return units
-
-
-def java_hash(s: str) -> int:
-    h = 0
-    for unit in struct.unpack(f">{len(s.encode('utf-16-be')) // 2}H", s.encode("utf-16-be")):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
 
 def test_files_on_disk_match_rocketmq_layout(dev_factory, tmp_path):
     store = tmp_path / "store"

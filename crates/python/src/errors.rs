@@ -35,6 +35,12 @@ create_exception!(
 create_exception!(_native, StoreError, RocketpyError, "Message store failure.");
 create_exception!(
     _native,
+    InvalidArgumentError,
+    RocketpyError,
+    "An argument the store or a server refuses (bad topic, oversized message, ...)."
+);
+create_exception!(
+    _native,
     StoreLockedError,
     StoreError,
     "Another process has the store open."
@@ -74,7 +80,7 @@ pub fn store(e: NativeStoreError) -> PyErr {
         NativeStoreError::Locked(_) => StoreLockedError::new_err(msg),
         NativeStoreError::Corrupt { .. } => CorruptDataError::new_err(msg),
         NativeStoreError::InvalidArgument(_) | NativeStoreError::MessageTooLarge { .. } => {
-            pyo3::exceptions::PyValueError::new_err(msg)
+            InvalidArgumentError::new_err(msg)
         }
         NativeStoreError::Config { .. } => ConfigError::new_err(msg),
         _ => StoreError::new_err(msg),
@@ -108,5 +114,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
     m.add("CorruptDataError", py.get_type::<CorruptDataError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
     Ok(())
 }

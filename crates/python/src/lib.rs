@@ -1,6 +1,7 @@
 //! `rocketpy._native`: the thin PyO3 layer over the Rust crates. Public Python API lives in
 //! `python/rocketpy/`; everything here is small and internal.
 
+mod buffer;
 mod callbacks;
 mod client;
 mod errors;
@@ -9,6 +10,7 @@ mod logging;
 mod message;
 mod runtime;
 mod server;
+mod store;
 
 use pyo3::prelude::*;
 
@@ -19,8 +21,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::RemotingClient>()?;
     m.add_class::<client::RemotingResponse>()?;
     m.add_class::<message::MessageExt>()?;
+    m.add_class::<buffer::BytesView>()?;
     m.add_class::<server::NameServer>()?;
     m.add_class::<server::Broker>()?;
+    m.add_class::<store::EmbeddedStore>()?;
     m.add_function(wrap_pyfunction!(message::decode_messages, m)?)?;
     m.add_function(wrap_pyfunction!(message::encode_properties, m)?)?;
     m.add_function(wrap_pyfunction!(message::decode_properties, m)?)?;

@@ -2,23 +2,27 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::sync::OnceLock;
 
+use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyMemoryView};
 use rocketpy_store::properties::{self, keys};
 use rocketpy_store::record::{self, sys_flag, RecordView};
 
+use crate::buffer::BytesView;
 use crate::errors::CorruptDataError;
 
-/// A received message: every field of its stored record, properties parsed.
+/// A received message: every field of its stored record, properties parsed. The body is
+/// shared with the record it came from; `body` copies it once, on first use.
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct MessageExt {
     #[pyo3(get)]
     topic: String,
     #[pyo3(get)]
     flag: i32,
-    #[pyo3(get)]
-    body: Py<PyBytes>,
+    body: Bytes,
+    body_bytes: OnceLock<Py<PyBytes>>,
     props: Vec<(String, String)>,
     #[pyo3(get)]
     queue_id: i32,
@@ -68,11 +72,12 @@ fn inflate(body: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 impl MessageExt {
-    fn from_view(py: Python<'_>, v: &RecordView<'_>, broker_name: Option<&str>) -> PyResult<Self> {
+    /// The message of `view`, a record inside `record` (whose memory the body shares).
+    pub(crate) fn from_view(record: &Bytes, v: &RecordView<'_>, broker_name: Option<&str>) -> PyResult<Self> {
         let body = if v.sys_flag & sys_flag::COMPRESSED != 0 {
-            PyBytes::new(py, &inflate(v.body).map_err(CorruptDataError::new_err)?)
+            Bytes::from(inflate(v.body).map_err(CorruptDataError::new_err)?)
         } else {
-            PyBytes::new(py, v.body)
+            record.slice_ref(v.body)
         };
         let props = v
             .properties
@@ -83,7 +88,8 @@ impl MessageExt {
         Ok(MessageExt {
             topic: v.topic.to_owned(),
             flag: v.flag,
-            body: body.unbind(),
+            body,
+            body_bytes: OnceLock::new(),
             props,
             queue_id: v.queue_id,
             queue_offset: v.queue_offset,
@@ -102,6 +108,12 @@ impl MessageExt {
         })
     }
 
+    /// Decodes every record of `data` (records concatenated, as a PULL_MESSAGE body).
+    pub(crate) fn decode_all(data: &Bytes, broker_name: Option<&str>) -> PyResult<Vec<Self>> {
+        let views = record::decode_all(data).map_err(|e| CorruptDataError::new_err(e.to_string()))?;
+        views.iter().map(|v| Self::from_view(data, v, broker_name)).collect()
+    }
+
     fn prop(&self, name: &str) -> Option<&str> {
         self.props
             .iter()
@@ -112,6 +124,20 @@ impl MessageExt {
 
 #[pymethods]
 impl MessageExt {
+    /// The body (copied from the record once, then cached).
+    #[getter]
+    fn body<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        self.body_bytes
+            .get_or_init(|| PyBytes::new(py, &self.body).unbind())
+            .bind(py)
+            .clone()
+    }
+
+    /// The body as a read-only `memoryview` of the stored record: no copy.
+    fn body_view<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyMemoryView>> {
+        BytesView::memoryview(py, self.body.clone())
+    }
+
     /// The TAGS property.
     #[getter]
     fn tags(&self) -> Option<&str> {
@@ -149,11 +175,12 @@ impl MessageExt {
     /// A copy with another topic and reconsume count (retry messages are handed to listeners
     /// under their original topic).
     #[pyo3(signature = (topic=None, reconsume_times=None))]
-    fn replace(&self, py: Python<'_>, topic: Option<String>, reconsume_times: Option<i32>) -> Self {
+    fn replace(&self, topic: Option<String>, reconsume_times: Option<i32>) -> Self {
         MessageExt {
             topic: topic.unwrap_or_else(|| self.topic.clone()),
             reconsume_times: reconsume_times.unwrap_or(self.reconsume_times),
-            body: self.body.clone_ref(py),
+            body: self.body.clone(),
+            body_bytes: OnceLock::new(),
             props: self.props.clone(),
             offset_msg_id: self.offset_msg_id.clone(),
             born_host: self.born_host.clone(),
@@ -163,15 +190,15 @@ impl MessageExt {
         }
     }
 
-    fn __repr__(&self, py: Python<'_>) -> String {
+    fn __repr__(&self) -> String {
+        let tags = self.tags().map_or("None".to_owned(), |t| format!("{t:?}"));
         format!(
-            "MessageExt(topic={:?}, queue_id={}, queue_offset={}, msg_id={:?}, tags={:?}, body={} bytes)",
+            "MessageExt(topic={:?}, queue_id={}, queue_offset={}, msg_id={:?}, tags={tags}, body={} bytes)",
             self.topic,
             self.queue_id,
             self.queue_offset,
             self.msg_id(),
-            self.tags(),
-            self.body.bind(py).as_bytes().len()
+            self.body.len()
         )
     }
 }
@@ -179,16 +206,9 @@ impl MessageExt {
 /// Decodes concatenated CommitLog records (a PULL_MESSAGE body) into messages.
 #[pyfunction]
 #[pyo3(signature = (data, broker_name=None))]
-pub fn decode_messages(
-    py: Python<'_>,
-    data: &[u8],
-    broker_name: Option<&str>,
-) -> PyResult<Vec<MessageExt>> {
-    let views = record::decode_all(data).map_err(|e| CorruptDataError::new_err(e.to_string()))?;
-    views
-        .iter()
-        .map(|v| MessageExt::from_view(py, v, broker_name))
-        .collect()
+pub fn decode_messages(data: &[u8], broker_name: Option<&str>) -> PyResult<Vec<MessageExt>> {
+    // One copy of the batch; every body then shares it.
+    MessageExt::decode_all(&Bytes::copy_from_slice(data), broker_name)
 }
 
 /// Properties string (`k\x01v\x02...`) from a dict, in the dict's order.

@@ -34,9 +34,27 @@ def encode_record(
     t = topic.encode()
     p = encode_properties(props)
     total = 91 + len(body) + len(t) + len(p)
-    out = struct.pack(">iIiiiqqiq", total, MAGIC, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset, phys, sys_flag, born_ts)
+    out = struct.pack(
+        ">iIiiiqqiq",
+        total,
+        MAGIC,
+        zlib.crc32(body) & 0x7FFFFFFF,
+        queue_id,
+        flag,
+        queue_offset,
+        phys,
+        sys_flag,
+        born_ts,
+    )
     out += born[0] + struct.pack(">iq", born[1], store_ts) + store[0] + struct.pack(">i", store[1])
-    out += struct.pack(">iqi", reconsume, 0, len(body)) + body + bytes([len(t)]) + t + struct.pack(">h", len(p)) + p
+    out += (
+        struct.pack(">iqi", reconsume, 0, len(body))
+        + body
+        + bytes([len(t)])
+        + t
+        + struct.pack(">h", len(p))
+        + p
+    )
     assert len(out) == total
     return out
 
@@ -54,11 +72,15 @@ def parse_commitlog(directory: Path) -> list[dict]:
             if (total == 0 and magic == 0) or magic == BLANK:
                 break
             assert magic == MAGIC, f"bad magic {magic:#x} at {base + pos}"
-            (body_crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = struct.unpack_from(">iiiqqiq", data, pos + 8)
+            (body_crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = struct.unpack_from(
+                ">iiiqqiq", data, pos + 8
+            )
             born_ip = ".".join(str(b) for b in data[pos + 48 : pos + 52])
             (born_port, store_ts) = struct.unpack_from(">iq", data, pos + 52)
             store_ip = ".".join(str(b) for b in data[pos + 64 : pos + 68])
-            (store_port, reconsume, prepared, body_len) = struct.unpack_from(">iiqi", data, pos + 68)
+            (store_port, reconsume, prepared, body_len) = struct.unpack_from(
+                ">iiqi", data, pos + 68
+            )
             p = pos + 88
             body = data[p : p + body_len]
             p += body_len
@@ -109,7 +131,7 @@ def encode_consume_queue(units: list[tuple[int, int, int]], file_units: int) -> 
 def index_lookup(path: Path, slot_num: int, key: str) -> list[int]:
     """Physical offsets for `key` (``topic#key``) in one index file, newest first."""
     data = path.read_bytes()
-    begin_ts, _end_ts, _bpo, _epo, _slots_used, count = struct.unpack_from(">qqqqii", data, 0)
+    _begin_ts, _end_ts, _bpo, _epo, _slots_used, count = struct.unpack_from(">qqqqii", data, 0)
     h = abs(java_hash(key)) if java_hash(key) != -(1 << 31) else 0
     slot = struct.unpack_from(">i", data, 40 + (h % slot_num) * 4)[0]
     out = []

@@ -7,7 +7,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rmq_format import encode_consume_queue, encode_record, index_lookup, java_hash, parse_commitlog, parse_consume_queue
+from rmq_format import (
+    encode_consume_queue,
+    encode_record,
+    index_lookup,
+    java_hash,
+    parse_commitlog,
+    parse_consume_queue,
+)
 
 from rocketpy.store import MessageStore
 
@@ -52,7 +59,9 @@ def write_store(root: Path, n: int) -> list[dict]:
 def test_hand_written_store_opens_and_reads(tmp_path):
     written = write_store(tmp_path, 500)
     assert len(list((tmp_path / "commitlog").iterdir())) > 2
-    with MessageStore(tmp_path, mapped_file_size_commit_log=FILE, mapped_file_size_consume_queue=CQ_UNITS * 20) as store:
+    with MessageStore(
+        tmp_path, mapped_file_size_commit_log=FILE, mapped_file_size_consume_queue=CQ_UNITS * 20
+    ) as store:
         for q in (0, 1):
             assert store.max_offset("Hand", q) == 250
             expected = [w for w in written if w["q"] == q]
@@ -75,13 +84,22 @@ def test_hand_written_store_opens_and_reads(tmp_path):
 
 
 def test_store_written_files_parse_by_hand(tmp_path):
-    with MessageStore(tmp_path, mapped_file_size_commit_log=FILE, max_hash_slot_num=97, max_index_num=4000) as store:
-        results = [store.put("Own", f"own-{i}".encode() * 20, queue_id=i % 3, tags="X", keys=[f"key{i}"]) for i in range(300)]
+    with MessageStore(
+        tmp_path, mapped_file_size_commit_log=FILE, max_hash_slot_num=97, max_index_num=4000
+    ) as store:
+        results = [
+            store.put("Own", f"own-{i}".encode() * 20, queue_id=i % 3, tags="X", keys=[f"key{i}"])
+            for i in range(300)
+        ]
         store.query_by_key("Own", "key0")  # waits for the index to catch up
     records = [r for r in parse_commitlog(tmp_path / "commitlog") if r["topic"] == "Own"]
     assert [r["body"] for r in records] == [f"own-{i}".encode() * 20 for i in range(300)]
     for rec, res in zip(records, results, strict=True):
-        assert (rec["queue_id"], rec["queue_offset"], rec["phys"]) == (res.queue_id, res.queue_offset, res.commit_log_offset)
+        assert (rec["queue_id"], rec["queue_offset"], rec["phys"]) == (
+            res.queue_id,
+            res.queue_offset,
+            res.commit_log_offset,
+        )
         assert rec["props"]["KEYS"] == f"key{records.index(rec)}"
     for q in range(3):
         units = parse_consume_queue(tmp_path / "consumequeue" / "Own" / str(q))
@@ -91,4 +109,6 @@ def test_store_written_files_parse_by_hand(tmp_path):
     assert index_files and all(len(f.name) == 17 and f.name.isdigit() for f in index_files)
     assert index_files[0].stat().st_size == 40 + 97 * 4 + 4000 * 20
     assert index_lookup(index_files[-1], 97, "Own#key42") == [results[42].commit_log_offset]
-    assert index_lookup(index_files[-1], 97, f"Own#{results[9].msg_id}") == [results[9].commit_log_offset]
+    assert index_lookup(index_files[-1], 97, f"Own#{results[9].msg_id}") == [
+        results[9].commit_log_offset
+    ]

@@ -33,11 +33,14 @@ def test_sigkill_never_loses_acknowledged_messages(tmp_path):
     kills = 0
     for _ in range(22):
         proc = subprocess.Popen(
-            [sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-c", WRITER, str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         assert proc.stdout is not None
         first = proc.stdout.readline().split()
-        assert first[0] == "ready", first + [proc.stderr.read() if proc.stderr else ""]
+        assert first[0] == "ready", [*first, proc.stderr.read() if proc.stderr else ""]
         assert int(first[1]) > acked, "writing continues after every acknowledged offset"
         time.sleep(rng.uniform(0.05, 0.4))
         proc.send_signal(signal.SIGKILL)

@@ -13,7 +13,10 @@ from rocketpy.store import MessageStore
 
 def test_put_get_offsets_and_zero_copy(tmp_path):
     with MessageStore(tmp_path, mapped_file_size_commit_log=64 * 1024) as store:
-        results = [store.put("T", f"m{i}".encode() * 50, queue_id=i % 2, tags=f"t{i % 3}") for i in range(200)]
+        results = [
+            store.put("T", f"m{i}".encode() * 50, queue_id=i % 2, tags=f"t{i % 3}")
+            for i in range(200)
+        ]
         assert [r.queue_offset for r in results if r.queue_id == 0] == list(range(100))
         assert all(r.status == "PUT_OK" for r in results)
         got = store.get("T", 1, 0, max_nums=10)
@@ -41,7 +44,11 @@ def test_batch_query_view_and_time(tmp_path):
         found = store.query_by_key("B", "k7")
         assert [m.body for m in found] == [b"b7"]
         assert [m.body for m in store.query_by_key("B", batch[3].msg_id)] == [b"b3"], "by UNIQ_KEY"
-        assert [m.body for m in store.query_by_key("B", "all", max_num=3)] == [b"b19", b"b18", b"b17"]
+        assert [m.body for m in store.query_by_key("B", "all", max_num=3)] == [
+            b"b19",
+            b"b18",
+            b"b17",
+        ]
         viewed = store.view_by_offset_msg_id(batch[5].offset_msg_id)
         assert viewed is not None and viewed.body == b"b5"
         assert store.offset_by_time("B", 0, before) == 0

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import struct
 
-from helpers import Collector, start_consumer
 from rmq_format import java_hash, parse_commitlog, parse_consume_queue
+
+from helpers import Collector, start_consumer
 from rocketpy import ConsumeFromWhere, Message, Producer
+
 
 def test_files_on_disk_match_rocketmq_layout(dev_factory, tmp_path):
     store = tmp_path / "store"

@@ -115,7 +115,10 @@ class MessageStore:
     def __init__(
         self, path: str | os.PathLike[str], *, store_host: str = "127.0.0.1:10911", **config: object
     ) -> None:
-        settings = {_config_key(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in config.items()}
+        settings = {
+            _config_key(k): str(v).lower() if isinstance(v, bool) else str(v)
+            for k, v in config.items()
+        }
         self._native = EmbeddedStore(os.fspath(path), settings, store_host)
         self.path = os.fspath(path)
 
@@ -147,15 +150,26 @@ class MessageStore:
             items.append((m.topic, queue_id, m.body, props, m.flag, born))
             uniqs.append(uniq)
         results = self._native.put_batch(items)
-        return [PutResult(r[0], u, r[1], r[2], r[3], r[4], r[5]) for r, u in zip(results, uniqs, strict=True)]
+        return [
+            PutResult(r[0], u, r[1], r[2], r[3], r[4], r[5])
+            for r, u in zip(results, uniqs, strict=True)
+        ]
 
     def get(
-        self, topic: str, queue_id: int, offset: int, max_nums: int = 32, *, tags: Iterable[str] | None = None
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_nums: int = 32,
+        *,
+        tags: Iterable[str] | None = None,
     ) -> GetResult:
         """Up to ``max_nums`` messages of a queue from ``offset`` (only those with one of
         ``tags`` when given). Reads stop early at the store's transfer limits (32 messages or
         256 KiB by default); continue from ``next_begin_offset``."""
-        status, nxt, lo, hi, msgs = self._native.get(topic, queue_id, offset, max_nums, list(tags) if tags else None)
+        status, nxt, lo, hi, msgs = self._native.get(
+            topic, queue_id, offset, max_nums, list(tags) if tags else None
+        )
         return GetResult(status, nxt, lo, hi, msgs)
 
     def min_offset(self, topic: str, queue_id: int) -> int:

@@ -28,12 +28,18 @@ impl BytesView {
         self.data.len()
     }
 
-    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
         if view.is_null() {
             return Err(PyBufferError::new_err("null buffer view"));
         }
         if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
-            return Err(PyBufferError::new_err("rocketpy message bytes are read-only"));
+            return Err(PyBufferError::new_err(
+                "rocketpy message bytes are read-only",
+            ));
         }
         let data = &slf.get().data;
         // SAFETY: `view` is the caller's struct; FillInfo takes a new reference to `slf`, which

@@ -66,7 +66,10 @@ impl RemotingResponse {
     /// The body decoded as CommitLog records (a PULL_MESSAGE or QUERY_MESSAGE answer), with no
     /// copy of the body into Python first.
     #[pyo3(signature = (broker_name=None))]
-    fn decode_messages(&self, broker_name: Option<&str>) -> PyResult<Vec<crate::message::MessageExt>> {
+    fn decode_messages(
+        &self,
+        broker_name: Option<&str>,
+    ) -> PyResult<Vec<crate::message::MessageExt>> {
         crate::message::MessageExt::decode_all(&self.body, broker_name)
     }
 

@@ -114,6 +114,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
     m.add("CorruptDataError", py.get_type::<CorruptDataError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
     Ok(())
 }

@@ -73,7 +73,11 @@ fn inflate(body: &[u8]) -> Result<Vec<u8>, String> {
 
 impl MessageExt {
     /// The message of `view`, a record inside `record` (whose memory the body shares).
-    pub(crate) fn from_view(record: &Bytes, v: &RecordView<'_>, broker_name: Option<&str>) -> PyResult<Self> {
+    pub(crate) fn from_view(
+        record: &Bytes,
+        v: &RecordView<'_>,
+        broker_name: Option<&str>,
+    ) -> PyResult<Self> {
         let body = if v.sys_flag & sys_flag::COMPRESSED != 0 {
             Bytes::from(inflate(v.body).map_err(CorruptDataError::new_err)?)
         } else {
@@ -110,8 +114,12 @@ impl MessageExt {
 
     /// Decodes every record of `data` (records concatenated, as a PULL_MESSAGE body).
     pub(crate) fn decode_all(data: &Bytes, broker_name: Option<&str>) -> PyResult<Vec<Self>> {
-        let views = record::decode_all(data).map_err(|e| CorruptDataError::new_err(e.to_string()))?;
-        views.iter().map(|v| Self::from_view(data, v, broker_name)).collect()
+        let views =
+            record::decode_all(data).map_err(|e| CorruptDataError::new_err(e.to_string()))?;
+        views
+            .iter()
+            .map(|v| Self::from_view(data, v, broker_name))
+            .collect()
     }
 
     fn prop(&self, name: &str) -> Option<&str> {

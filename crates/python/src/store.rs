@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use rocketpy_store::{java_hash, properties, GetMessageStatus, MessageStore, MessageToStore, PutStatus, StoreConfig};
+use rocketpy_store::{
+    java_hash, properties, GetMessageStatus, MessageStore, MessageToStore, PutStatus, StoreConfig,
+};
 
 use crate::errors;
 use crate::message::MessageExt;
@@ -41,7 +43,15 @@ fn status_name(s: GetMessageStatus) -> &'static str {
 }
 
 impl EmbeddedStore {
-    fn message(&self, topic: &str, queue_id: i32, body: &[u8], props: &str, flag: i32, born: i64) -> MessageToStore {
+    fn message(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        body: &[u8],
+        props: &str,
+        flag: i32,
+        born: i64,
+    ) -> MessageToStore {
         MessageToStore {
             topic: topic.to_owned(),
             queue_id,
@@ -72,27 +82,40 @@ impl EmbeddedStore {
     /// Opens (and recovers) the store at `path`; `config` holds RocketMQ store keys.
     #[new]
     #[pyo3(signature = (path, config=None, store_host="127.0.0.1:10911"))]
-    fn new(py: Python<'_>, path: &str, config: Option<HashMap<String, String>>, store_host: &str) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        path: &str,
+        config: Option<HashMap<String, String>>,
+        store_host: &str,
+    ) -> PyResult<Self> {
         let mut c = StoreConfig::new(path);
         for (k, v) in config.unwrap_or_default() {
             if !c.set(&k, &v).map_err(errors::store)? {
-                return Err(errors::ConfigError::new_err(format!("unknown store setting {k:?}")));
+                return Err(errors::ConfigError::new_err(format!(
+                    "unknown store setting {k:?}"
+                )));
             }
         }
-        let host: SocketAddr = store_host
-            .parse()
-            .map_err(|_| errors::ConfigError::new_err(format!("store_host {store_host:?} is not ip:port")))?;
+        let host: SocketAddr = store_host.parse().map_err(|_| {
+            errors::ConfigError::new_err(format!("store_host {store_host:?} is not ip:port"))
+        })?;
         let inner = py.detach(|| MessageStore::open(c)).map_err(errors::store)?;
         Ok(EmbeddedStore { inner, host })
     }
 
     /// Stores `(topic, queue_id, body, properties, flag, born_timestamp)` items in order.
-    fn put_batch(&self, py: Python<'_>, items: Vec<(String, i32, Vec<u8>, String, i32, i64)>) -> PyResult<Vec<PutTuple>> {
+    fn put_batch(
+        &self,
+        py: Python<'_>,
+        items: Vec<(String, i32, Vec<u8>, String, i32, i64)>,
+    ) -> PyResult<Vec<PutTuple>> {
         let msgs: Vec<MessageToStore> = items
             .iter()
             .map(|(t, q, b, p, f, born)| self.message(t, *q, b, p, *f, *born))
             .collect();
-        let results = py.detach(|| self.inner.put_messages(&msgs)).map_err(errors::store)?;
+        let results = py
+            .detach(|| self.inner.put_messages(&msgs))
+            .map_err(errors::store)?;
         Ok(results
             .into_iter()
             .zip(&msgs)
@@ -106,7 +129,14 @@ impl EmbeddedStore {
                     .and_then(|l| l.trim().parse::<i32>().ok())
                     .is_some_and(|l| l > 0);
                 let queue_id = if delayed { -1 } else { m.queue_id };
-                (status, r.append.msg_id, queue_id, r.append.logics_offset, r.append.wrote_offset, r.append.store_timestamp)
+                (
+                    status,
+                    r.append.msg_id,
+                    queue_id,
+                    r.append.logics_offset,
+                    r.append.wrote_offset,
+                    r.append.store_timestamp,
+                )
             })
             .collect())
     }
@@ -114,15 +144,30 @@ impl EmbeddedStore {
     /// Up to `max_nums` messages of a queue from `offset`, optionally only those with one of
     /// `tags`.
     #[pyo3(signature = (topic, queue_id, offset, max_nums=32, tags=None))]
-    fn get(&self, py: Python<'_>, topic: &str, queue_id: i32, offset: i64, max_nums: i32, tags: Option<Vec<String>>) -> PyResult<GetTuple> {
-        let codes: Option<Vec<i64>> = tags.map(|t| t.iter().map(|t| java_hash::tags_code(Some(t))).collect());
+    fn get(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_nums: i32,
+        tags: Option<Vec<String>>,
+    ) -> PyResult<GetTuple> {
+        let codes: Option<Vec<i64>> =
+            tags.map(|t| t.iter().map(|t| java_hash::tags_code(Some(t))).collect());
         let result = py.detach(|| {
             let filter = codes.as_ref().map(|c| move |code: i64| c.contains(&code));
             let f = filter.as_ref().map(|f| f as &dyn Fn(i64) -> bool);
             self.inner.get_message(topic, queue_id, offset, max_nums, f)
         });
         let messages = Self::records_to_messages(result.messages)?;
-        Ok((status_name(result.status), result.next_begin_offset, result.min_offset, result.max_offset, messages))
+        Ok((
+            status_name(result.status),
+            result.next_begin_offset,
+            result.min_offset,
+            result.max_offset,
+            messages,
+        ))
     }
 
     /// The first readable offset of a queue.
@@ -146,14 +191,26 @@ impl EmbeddedStore {
     }
 
     /// Messages with UNIQ_KEY or a KEYS token equal to `key`, newest first.
-    fn query_by_key(&self, py: Python<'_>, topic: &str, key: &str, max_num: usize, begin: i64, end: i64) -> PyResult<Vec<MessageExt>> {
+    fn query_by_key(
+        &self,
+        py: Python<'_>,
+        topic: &str,
+        key: &str,
+        max_num: usize,
+        begin: i64,
+        end: i64,
+    ) -> PyResult<Vec<MessageExt>> {
         let records = py.detach(|| self.inner.query_message(topic, key, max_num, begin, end));
         Self::records_to_messages(records)
     }
 
     /// The message named by an offset message id, if it is still stored.
     fn view_by_offset_msg_id(&self, msg_id: &str) -> PyResult<Option<MessageExt>> {
-        match self.inner.look_message_by_offset_msg_id(msg_id).map_err(errors::store)? {
+        match self
+            .inner
+            .look_message_by_offset_msg_id(msg_id)
+            .map_err(errors::store)?
+        {
             Some(r) => Ok(MessageExt::decode_all(&r, None)?.into_iter().next()),
             None => Ok(None),
         }

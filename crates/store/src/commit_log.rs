@@ -14,6 +14,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use bytes::Bytes;
 use parking_lot::Mutex;
 
@@ -67,7 +69,7 @@ pub type BadRange = (i64, i64);
 #[derive(Default)]
 struct PutState {
     /// topic -> queue id -> next queue offset (RocketMQ's `topicQueueTable`).
-    queue_offsets: HashMap<String, HashMap<i32, i64>>,
+    queue_offsets: FxHashMap<String, FxHashMap<i32, i64>>,
     last_store_timestamp: i64,
 }
 
@@ -116,7 +118,6 @@ impl CommitLog {
         mut dispatch: impl FnMut(&DispatchRequest<'_>) -> Result<()>,
     ) -> Result<Vec<AppendResult>> {
         let file_size = self.files.file_size();
-        let mut lens = Vec::with_capacity(msgs.len());
         for msg in msgs {
             let len = msg.record_len()?;
             if len + record::END_FILE_MIN_BLANK_LENGTH > file_size {
@@ -125,12 +126,22 @@ impl CommitLog {
                     max: file_size - record::END_FILE_MIN_BLANK_LENGTH,
                 });
             }
-            lens.push(len);
         }
+        // The CRC is the costliest part of encoding: computed before taking the lock.
+        let single;
+        let many: Vec<i32>;
+        let crcs: &[i32] = if let [msg] = msgs {
+            single = [record::body_crc(&msg.body)];
+            &single
+        } else {
+            many = msgs.iter().map(|m| record::body_crc(&m.body)).collect();
+            &many
+        };
         let mut state = self.state.lock();
         let mut writer = self.files.writer();
         let mut results = Vec::with_capacity(msgs.len());
-        for (msg, len) in msgs.iter().zip(lens) {
+        for (msg, &crc) in msgs.iter().zip(crcs) {
+            let len = msg.record_len()?;
             // Store time never goes backwards within a process, so lookups by time can
             // binary-search the log even if the wall clock steps back.
             let store_timestamp = now_millis().max(state.last_store_timestamp);
@@ -164,13 +175,19 @@ impl CommitLog {
                 physical_offset,
                 store_timestamp,
             };
-            writer.append_with(&file, len, |buf| record::encode_into(msg, at, buf));
+            writer.append_with(&file, len, |buf| record::encode_into(msg, at, crc, buf));
             if consumable {
-                state
-                    .queue_offsets
-                    .entry(msg.topic.clone())
-                    .or_default()
-                    .insert(msg.queue_id, queue_offset + 1);
+                // Look up before inserting: `entry` would allocate the topic on every put.
+                match state.queue_offsets.get_mut(msg.topic.as_str()) {
+                    Some(queues) => {
+                        queues.insert(msg.queue_id, queue_offset + 1);
+                    }
+                    None => {
+                        let mut queues = FxHashMap::default();
+                        queues.insert(msg.queue_id, queue_offset + 1);
+                        state.queue_offsets.insert(msg.topic.clone(), queues);
+                    }
+                }
             }
             dispatch(&DispatchRequest {
                 topic: &msg.topic,
@@ -186,10 +203,16 @@ impl CommitLog {
             results.push(AppendResult {
                 wrote_offset: physical_offset,
                 wrote_bytes: len as i32,
-                msg_id: record::offset_msg_id(&msg.store_host, physical_offset),
+                msg_id: String::new(),
                 store_timestamp,
                 logics_offset: queue_offset,
             });
+        }
+        drop(writer);
+        drop(state);
+        // Formatting ids allocates: done after the locks are released.
+        for (r, msg) in results.iter_mut().zip(msgs) {
+            r.msg_id = record::offset_msg_id(&msg.store_host, r.wrote_offset);
         }
         Ok(results)
     }
@@ -234,7 +257,10 @@ impl CommitLog {
 
     /// Replaces the queue offset table (after recovery).
     pub fn set_queue_offsets(&self, table: HashMap<String, HashMap<i32, i64>>) {
-        self.state.lock().queue_offsets = table;
+        self.state.lock().queue_offsets = table
+            .into_iter()
+            .map(|(t, q)| (t, q.into_iter().collect()))
+            .collect();
     }
 
     /// The next queue offset of a queue.

@@ -20,6 +20,12 @@ use crate::mapped_file_queue::MappedFileQueue;
 /// Bytes per unit.
 pub const CQ_UNIT_SIZE: usize = 20;
 
+/// Byte position of queue offset `index`; `None` for offsets no queue can have (negative, or
+/// overflowing: they come from damaged records or hostile requests).
+fn byte_of(index: i64) -> Option<u64> {
+    u64::try_from(index).ok()?.checked_mul(CQ_UNIT_SIZE as u64)
+}
+
 /// One consume-queue unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CqUnit {
@@ -210,7 +216,7 @@ impl ConsumeQueue {
         if index < self.min_offset() {
             return None;
         }
-        self.unit_at_byte(index as u64 * CQ_UNIT_SIZE as u64)
+        self.unit_at_byte(byte_of(index)?)
     }
 
     /// The last non-blank unit (for the end of the dispatched CommitLog range).
@@ -226,7 +232,7 @@ impl ConsumeQueue {
         if index < self.min_offset() || index < 0 {
             return None;
         }
-        let byte = index as u64 * CQ_UNIT_SIZE as u64;
+        let byte = byte_of(index)?;
         let file: Arc<MappedFile> = self.files.find(byte)?;
         let pos = (byte - file.from_offset()) as usize;
         let wrote = file.wrote();
@@ -253,7 +259,7 @@ impl ConsumeQueue {
     /// Moves the minimum forward (retention), never backward.
     pub fn set_min_offset(&self, index: i64) {
         self.min_logic_offset
-            .fetch_max(index * CQ_UNIT_SIZE as i64, Ordering::AcqRel);
+            .fetch_max(index.saturating_mul(CQ_UNIT_SIZE as i64), Ordering::AcqRel);
     }
 
     /// One past the last queue offset written.
@@ -265,8 +271,22 @@ impl ConsumeQueue {
     /// gap before `index` (lost units) is filled with blanks so numbering stays exact.
     /// Callers serialise calls (the CommitLog's lock or recovery).
     pub fn put(&self, index: i64, unit: CqUnit) -> Result<()> {
-        let target = index as u64 * CQ_UNIT_SIZE as u64;
+        let target = byte_of(index).ok_or_else(|| {
+            StoreError::corrupt(
+                self.files.dir().display().to_string(),
+                format!("impossible queue offset {index}"),
+            )
+        })?;
         let mut writer = self.files.writer();
+        // The common case: the next unit of the last file.
+        if let Some(last) = self.files.last_file() {
+            let end = last.from_offset() + last.wrote() as u64;
+            if end == target && !last.is_full() {
+                let bytes = unit.encode();
+                writer.append_with(&last, CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
+                return Ok(());
+            }
+        }
         let mut end = self.files.max_offset();
         if self.files.is_empty() {
             end = target - target % self.files.file_size() as u64;
@@ -275,6 +295,18 @@ impl ConsumeQueue {
         }
         if target < end {
             return Ok(());
+        }
+        if target > end + self.files.file_size() as u64 {
+            // QUEUEOFFSET is not covered by the body CRC: a damaged header can claim any
+            // offset. Real gaps (units lost with a consume-queue file) are rebuilt in order by
+            // recovery's full rescan, so a gap wider than a file means a damaged record.
+            return Err(StoreError::corrupt(
+                self.files.dir().display().to_string(),
+                format!(
+                    "queue offset {index} is far past the queue's end {}",
+                    end / CQ_UNIT_SIZE as u64
+                ),
+            ));
         }
         if target > end {
             tracing::warn!(topic = %self.topic, queue = self.queue_id, expected = end / CQ_UNIT_SIZE as u64, index, "consume queue gap filled with blank units");

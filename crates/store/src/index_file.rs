@@ -17,7 +17,7 @@ use parking_lot::RwLock;
 
 use crate::error::{Result, StoreError};
 use crate::io::{Region, Storage};
-use crate::java_hash::java_string_hash;
+use crate::java_hash::{java_string_hash, java_string_hash_concat};
 
 /// Header size.
 pub const HEADER_SIZE: usize = 40;
@@ -32,6 +32,13 @@ pub fn file_size(slot_num: usize, max_index: usize) -> usize {
 /// RocketMQ's `indexKeyHashMethod`.
 pub fn key_hash(key: &str) -> i32 {
     java_string_hash(key).checked_abs().unwrap_or(0)
+}
+
+/// [`key_hash`] of `topic#key`.
+pub fn topic_key_hash(topic: &str, key: &str) -> i32 {
+    java_string_hash_concat(&[topic, "#", key])
+        .checked_abs()
+        .unwrap_or(0)
 }
 
 /// The header fields.
@@ -51,8 +58,9 @@ pub struct IndexFile {
     region: Box<dyn Region>,
     slot_num: usize,
     max_index: usize,
-    /// Readers (queries) share; the index thread takes it exclusively to add an entry.
-    lock: RwLock<()>,
+    /// The header as last written; readers (queries) share the lock, the index thread takes
+    /// it exclusively to add entries.
+    lock: RwLock<IndexHeader>,
 }
 
 impl std::fmt::Debug for IndexFile {
@@ -76,15 +84,16 @@ impl IndexFile {
     ) -> Result<Self> {
         let file = Self::open(storage, path, slot_num, max_index, true)?;
         {
-            let _w = file.lock.write();
-            file.write_header(&IndexHeader {
+            let mut h = file.lock.write();
+            *h = IndexHeader {
                 begin_timestamp,
                 end_timestamp: begin_timestamp,
                 begin_phy_offset,
                 end_phy_offset: begin_phy_offset,
                 hash_slot_count: 0,
                 index_count: 1,
-            });
+            };
+            file.write_header(&h);
         }
         Ok(file)
     }
@@ -112,13 +121,16 @@ impl IndexFile {
         let region = storage
             .map(path, size, create)
             .map_err(|e| StoreError::io(path, e))?;
-        Ok(IndexFile {
+        let file = IndexFile {
             path: path.to_path_buf(),
             region,
             slot_num,
             max_index,
-            lock: RwLock::new(()),
-        })
+            lock: RwLock::new(IndexHeader::default()),
+        };
+        let header = file.read_header();
+        *file.lock.write() = header;
+        Ok(file)
     }
 
     /// The file's path.
@@ -127,13 +139,20 @@ impl IndexFile {
     }
 
     fn bytes(&self, pos: usize, len: usize) -> &[u8] {
-        // SAFETY: in range (checked by callers against the file size); accesses are ordered by
-        // `lock`: the single writer holds it exclusively.
+        assert!(
+            pos + len <= self.region.len(),
+            "index access out of the file"
+        );
+        // SAFETY: in range (asserted); accesses are ordered by `lock`: the single writer
+        // holds it exclusively.
         unsafe { std::slice::from_raw_parts(self.region.as_ptr().add(pos), len) }
     }
 
     fn put_bytes(&self, pos: usize, data: &[u8]) {
-        debug_assert!(pos + data.len() <= self.region.len());
+        assert!(
+            pos + data.len() <= self.region.len(),
+            "index access out of the file"
+        );
         // SAFETY: in range; the caller holds `lock` exclusively.
         unsafe {
             std::ptr::copy_nonoverlapping(data.as_ptr(), self.region.as_ptr().add(pos), data.len())
@@ -158,7 +177,8 @@ impl IndexFile {
             begin_phy_offset: self.i64_at(16),
             end_phy_offset: self.i64_at(24),
             hash_slot_count: self.i32_at(32),
-            index_count: self.i32_at(36).max(1),
+            // A damaged count must not send readers past the entries.
+            index_count: self.i32_at(36).clamp(1, self.max_index as i32),
         }
     }
 
@@ -175,8 +195,7 @@ impl IndexFile {
 
     /// The header.
     pub fn header(&self) -> IndexHeader {
-        let _r = self.lock.read();
-        self.read_header()
+        *self.lock.read()
     }
 
     /// Whether no more entries fit.
@@ -190,49 +209,69 @@ impl IndexFile {
 
     /// Adds `key -> phy_offset`; `false` when the file is full.
     pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
-        let _w = self.lock.write();
-        let mut h = self.read_header();
-        let count = h.index_count as usize;
-        if count >= self.max_index {
-            return false;
+        self.put_record("", std::iter::once(key), phy_offset, store_timestamp) == 1
+    }
+
+    /// Adds `topic#key` for each of `keys` (or `key` itself when `topic` is empty), all for
+    /// one record, under one lock; returns how many fit before the file was full.
+    pub fn put_record<'k>(
+        &self,
+        topic: &str,
+        keys: impl IntoIterator<Item = &'k str>,
+        phy_offset: i64,
+        store_timestamp: i64,
+    ) -> usize {
+        let mut h = self.lock.write();
+        let mut added = 0;
+        for key in keys {
+            let count = h.index_count as usize;
+            if count >= self.max_index {
+                break;
+            }
+            let hash = if topic.is_empty() {
+                key_hash(key)
+            } else {
+                topic_key_hash(topic, key)
+            };
+            let slot_pos = HEADER_SIZE + (hash as usize % self.slot_num) * SLOT_SIZE;
+            let mut prev = self.i32_at(slot_pos);
+            if prev <= 0 || prev as usize > count {
+                prev = 0;
+            }
+            let time_diff = if h.begin_timestamp <= 0 {
+                0
+            } else {
+                ((store_timestamp - h.begin_timestamp) / 1000).clamp(0, i32::MAX as i64)
+            };
+            let mut entry = [0u8; ENTRY_SIZE];
+            entry[0..4].copy_from_slice(&hash.to_be_bytes());
+            entry[4..12].copy_from_slice(&phy_offset.to_be_bytes());
+            entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
+            entry[16..20].copy_from_slice(&prev.to_be_bytes());
+            self.put_bytes(self.entry_pos(count), &entry);
+            self.put_bytes(slot_pos, &(count as i32).to_be_bytes());
+            if count <= 1 {
+                h.begin_phy_offset = phy_offset;
+                h.begin_timestamp = store_timestamp;
+            }
+            if prev == 0 {
+                h.hash_slot_count += 1;
+            }
+            h.index_count += 1;
+            h.end_phy_offset = phy_offset;
+            h.end_timestamp = store_timestamp;
+            added += 1;
         }
-        let hash = key_hash(key);
-        let slot_pos = HEADER_SIZE + (hash as usize % self.slot_num) * SLOT_SIZE;
-        let mut prev = self.i32_at(slot_pos);
-        if prev <= 0 || prev as usize > count {
-            prev = 0;
+        if added > 0 {
+            self.write_header(&h);
         }
-        let time_diff = if h.begin_timestamp <= 0 {
-            0
-        } else {
-            ((store_timestamp - h.begin_timestamp) / 1000).clamp(0, i32::MAX as i64)
-        };
-        let mut entry = [0u8; ENTRY_SIZE];
-        entry[0..4].copy_from_slice(&hash.to_be_bytes());
-        entry[4..12].copy_from_slice(&phy_offset.to_be_bytes());
-        entry[12..16].copy_from_slice(&(time_diff as i32).to_be_bytes());
-        entry[16..20].copy_from_slice(&prev.to_be_bytes());
-        self.put_bytes(self.entry_pos(count), &entry);
-        self.put_bytes(slot_pos, &(count as i32).to_be_bytes());
-        if count <= 1 {
-            h.begin_phy_offset = phy_offset;
-            h.begin_timestamp = store_timestamp;
-        }
-        if prev == 0 {
-            h.hash_slot_count += 1;
-        }
-        h.index_count += 1;
-        h.end_phy_offset = phy_offset;
-        h.end_timestamp = store_timestamp;
-        self.write_header(&h);
-        true
+        added
     }
 
     /// Offsets of entries for `key` stored in `[begin, end]` (ms), newest first, at most
     /// `max_num`. Hash collisions are possible: callers check the messages' keys.
     pub fn select(&self, key: &str, max_num: usize, begin: i64, end: i64, out: &mut Vec<i64>) {
-        let _r = self.lock.read();
-        let h = self.read_header();
+        let h = *self.lock.read();
         let count = h.index_count;
         let hash = key_hash(key);
         let slot_pos = HEADER_SIZE + (hash as usize % self.slot_num) * SLOT_SIZE;
@@ -240,7 +279,9 @@ impl IndexFile {
         if next <= 0 || next > count || count <= 1 {
             return;
         }
-        loop {
+        // Each step follows `prevIndex` to an older entry; damaged links could form a cycle,
+        // so the walk is bounded by the number of entries.
+        for _ in 0..count {
             if out.len() >= max_num {
                 return;
             }
@@ -273,7 +314,7 @@ impl IndexFile {
 
     /// Makes the file durable.
     pub fn flush(&self) -> Result<()> {
-        let _r = self.lock.read();
+        let _h = self.lock.read();
         self.region
             .sync(0, self.region.len())
             .map_err(|e| StoreError::io(&self.path, e))

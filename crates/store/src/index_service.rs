@@ -176,32 +176,45 @@ impl IndexService {
         if tx == sys_flag::TRANSACTION_PREPARED_TYPE || tx == sys_flag::TRANSACTION_ROLLBACK_TYPE {
             return Ok(());
         }
-        let mut keys_of = Vec::new();
-        if let Some(uniq) = properties::find(view.properties, keys::UNIQ_KEY) {
-            keys_of.push(uniq);
-        }
-        if let Some(k) = properties::find(view.properties, keys::KEYS) {
-            keys_of.extend(k.split(' ').filter(|k| !k.is_empty()));
-        }
-        if keys_of.is_empty() {
+        let uniq = properties::find(view.properties, keys::UNIQ_KEY);
+        let tokens = properties::find(view.properties, keys::KEYS);
+        if uniq.is_none() && tokens.is_none() {
             return Ok(());
         }
+        let all = || {
+            uniq.into_iter().chain(
+                tokens
+                    .into_iter()
+                    .flat_map(|k| k.split(' ').filter(|k| !k.is_empty())),
+            )
+        };
         let mut file = self.writable_file()?;
         let h = file.header();
         if h.index_count > 1 && view.physical_offset <= h.end_phy_offset {
             return Ok(()); // already indexed before a restart
         }
-        for k in keys_of {
-            let key = format!("{}#{}", view.topic, k);
-            if !file.put_key(&key, view.physical_offset, view.store_timestamp) {
-                file = self.writable_file()?;
-                if !file.put_key(&key, view.physical_offset, view.store_timestamp) {
-                    return Err(StoreError::corrupt(
-                        file.path().display().to_string(),
-                        "fresh index file is full",
-                    ));
-                }
+        let mut done = file.put_record(
+            view.topic,
+            all(),
+            view.physical_offset,
+            view.store_timestamp,
+        );
+        let total = all().count();
+        while done < total {
+            file = self.writable_file()?;
+            let added = file.put_record(
+                view.topic,
+                all().skip(done),
+                view.physical_offset,
+                view.store_timestamp,
+            );
+            if added == 0 {
+                return Err(StoreError::corrupt(
+                    file.path().display().to_string(),
+                    "fresh index file is full",
+                ));
             }
+            done += added;
         }
         Ok(())
     }

@@ -6,6 +6,24 @@ pub fn java_string_hash(s: &str) -> i32 {
         .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
 }
 
+/// Java's hash of the concatenation of `parts`, without building it (index keys are
+/// `topic#key`, hashed on every indexed message).
+pub fn java_string_hash_concat(parts: &[&str]) -> i32 {
+    let mut h = 0i32;
+    for part in parts {
+        if part.is_ascii() {
+            for b in part.bytes() {
+                h = h.wrapping_mul(31).wrapping_add(b as i32);
+            }
+        } else {
+            for unit in part.encode_utf16() {
+                h = h.wrapping_mul(31).wrapping_add(unit as i32);
+            }
+        }
+    }
+    h
+}
+
 /// The tags code stored in a consume-queue unit for a message with these tags.
 pub fn tags_code(tags: Option<&str>) -> i64 {
     match tags {
@@ -27,5 +45,11 @@ mod tests {
         assert_eq!(java_string_hash("polygenelubricants"), i32::MIN);
         // Non-BMP input: a surrogate pair counts as two units.
         assert_eq!(java_string_hash("\u{1F600}"), 0xD83D * 31 + 0xDE00);
+        for (a, b) in [("Topic", "key-1"), ("T", "é\u{1F600}"), ("", "")] {
+            assert_eq!(
+                java_string_hash_concat(&[a, "#", b]),
+                java_string_hash(&format!("{a}#{b}"))
+            );
+        }
     }
 }

@@ -20,6 +20,7 @@ pub mod java_hash;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message_store;
+mod prefault;
 pub mod properties;
 pub mod record;
 pub mod schedule;

@@ -36,6 +36,10 @@ pub struct MappedFile {
     region: Box<dyn Region>,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
+    /// Bytes handed to the kernel for write-back (durable only once `flushed` passes them).
+    written_back: AtomicUsize,
+    /// End of the range made resident ahead of the writer.
+    prefaulted: AtomicUsize,
 }
 
 impl std::fmt::Debug for MappedFile {
@@ -113,6 +117,8 @@ impl MappedFile {
             region,
             wrote: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
+            written_back: AtomicUsize::new(0),
+            prefaulted: AtomicUsize::new(0),
         })
     }
 
@@ -241,6 +247,40 @@ impl MappedFile {
             self.flushed.store(wrote, Ordering::Release);
         }
         Ok(wrote)
+    }
+
+    /// End of the range made resident ahead of the writer.
+    pub fn prefaulted(&self) -> usize {
+        self.prefaulted.load(Ordering::Acquire)
+    }
+
+    /// Makes `[prefaulted, end)` resident and writable (see [`crate::io::Region::prefault`]).
+    pub fn prefault_to(&self, end: usize) -> Result<()> {
+        let end = end.min(self.size);
+        let from = self.prefaulted().max(self.wrote());
+        if end > from {
+            self.region
+                .prefault(from, end - from)
+                .map_err(|e| StoreError::io(&self.path, e))?;
+            self.prefaulted.fetch_max(end, Ordering::AcqRel);
+        }
+        Ok(())
+    }
+
+    /// Starts write-back of the bytes written since the last call, without waiting.
+    pub fn start_writeback(&self) -> Result<()> {
+        let wrote = self.wrote();
+        let from = self
+            .written_back
+            .load(Ordering::Acquire)
+            .max(self.flushed());
+        if wrote > from {
+            self.region
+                .start_writeback(from, wrote - from)
+                .map_err(|e| StoreError::io(&self.path, e))?;
+            self.written_back.store(wrote, Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Bytes written but not yet flushed.

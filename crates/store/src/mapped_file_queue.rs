@@ -25,6 +25,8 @@ pub struct MappedFileQueue {
     /// When set, the file after the current one is created and mapped by a background thread
     /// so that rolling to it costs the writer nothing (CommitLog files are 1 GiB).
     spare: Option<Spare>,
+    /// When set, pages ahead of the write position are made resident in the background.
+    prefaulter: Option<crate::prefault::Prefaulter>,
 }
 
 impl std::fmt::Debug for MappedFileQueue {
@@ -45,12 +47,14 @@ impl MappedFileQueue {
             files: RwLock::new(Vec::new()),
             write_lock: Mutex::new(()),
             spare: None,
+            prefaulter: None,
         }
     }
 
-    /// Prepares each next file in the background.
+    /// Prepares each next file, and the pages ahead of the writer, in the background.
     pub fn with_preallocation(mut self) -> Self {
         self.spare = Some(Arc::default());
+        self.prefaulter = crate::prefault::Prefaulter::start();
         self
     }
 
@@ -178,6 +182,16 @@ impl MappedFileQueue {
         Ok(())
     }
 
+    /// Starts write-back of new bytes in every file, without waiting.
+    pub fn start_writeback(&self) -> Result<()> {
+        for f in self.files() {
+            if f.dirty() > 0 {
+                f.start_writeback()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes written but not flushed.
     pub fn dirty_bytes(&self) -> usize {
         self.files.read().iter().map(|f| f.dirty()).sum()
@@ -263,7 +277,12 @@ impl QueueWriter<'_> {
 
     /// Writes `len` bytes produced by `fill` at the write position of `file` and publishes them.
     /// `file` must be this queue's current file and have `len` bytes free.
-    pub fn append_with(&mut self, file: &MappedFile, len: usize, fill: impl FnOnce(&mut [u8])) {
+    pub fn append_with(
+        &mut self,
+        file: &Arc<MappedFile>,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
         let pos = file.wrote();
         assert!(
             pos + len <= file.size(),
@@ -275,6 +294,9 @@ impl QueueWriter<'_> {
         let region = unsafe { file.region_mut(pos, len) };
         fill(region);
         file.publish(pos + len);
+        if let Some(p) = &self.queue.prefaulter {
+            p.hint(file);
+        }
     }
 
     /// Marks the rest of `file` as used (after its end-of-file filler was written).

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
+use rustc_hash::FxHashMap;
 
 use crate::checkpoint::{Checkpoint, StoreLock};
 use crate::commit_log::{AppendResult, CommitLog, DispatchRequest};
@@ -71,7 +72,7 @@ pub struct Appended {
     pub flush: Option<FlushTicket>,
 }
 
-type QueueTable = HashMap<String, HashMap<i32, Arc<ConsumeQueue>>>;
+type QueueTable = FxHashMap<String, FxHashMap<i32, Arc<ConsumeQueue>>>;
 
 /// Stops the background threads and wakes them from their sleeps.
 #[derive(Default)]
@@ -190,7 +191,7 @@ impl MessageStore {
                 config.commit_log_dir(),
                 config.mapped_file_size_commit_log,
             ),
-            queues: RwLock::new(HashMap::new()),
+            queues: RwLock::new(FxHashMap::default()),
             index,
             schedule,
             delay_levels,
@@ -380,7 +381,13 @@ impl MessageStore {
                 return Ok(());
             }
         }
-        self.dispatch(&req)
+        match self.dispatch(&req) {
+            Err(StoreError::Corrupt { what, reason }) => {
+                tracing::error!(offset = view.physical_offset, %what, %reason, "record with a damaged header not dispatched");
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     fn load_consume_queues(&self) -> Result<()> {
@@ -998,7 +1005,19 @@ impl MessageStore {
         let sync = self.config.flush_disk_type == FlushDiskType::SyncFlush;
         if sync {
             // Group commit: one msync serves every put that asked before it started.
-            if let Some(batch) = self.group_commit.take(Duration::from_millis(10)) {
+            if let Some(mut batch) = self.group_commit.take(Duration::from_millis(10)) {
+                // Concurrent writers: the writers served by the last flush are still waking
+                // up and re-queueing; give them up to GROUP_COMMIT_WINDOW so one msync serves
+                // them too. A lone writer (last batch of one) never waits.
+                let expected = st.last_group_commit;
+                let deadline = Instant::now() + GROUP_COMMIT_WINDOW;
+                while batch.len() < expected && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_micros(20));
+                    if let Some(more) = self.group_commit.take(Duration::ZERO) {
+                        batch.extend(more);
+                    }
+                }
+                st.last_group_commit = batch.len();
                 let ts = self.commit_log.last_store_timestamp();
                 let ok = match self.commit_log.flush() {
                     Ok(()) => {
@@ -1017,21 +1036,27 @@ impl MessageStore {
         }
         let now = Instant::now();
         if !sync && now >= st.next_commit_log_flush {
+            // ASYNC_FLUSH: every interval, hand new pages to the kernel's write-back without
+            // waiting; every thorough interval, msync (durable) and only then advance the
+            // checkpoint. An msync every interval forces journal commits that stall the
+            // writers' page faults, holding puts to the disk's speed.
             st.next_commit_log_flush =
                 now + Duration::from_millis(self.config.flush_interval_commit_log.max(1));
             let thorough = now.duration_since(st.last_thorough)
                 >= Duration::from_millis(self.config.flush_commit_log_thorough_interval);
             let pages = self.commit_log.files().dirty_bytes() / 4096;
-            if thorough || pages >= self.config.flush_commit_log_least_pages {
-                if thorough {
-                    st.last_thorough = now;
-                }
+            if thorough {
+                st.last_thorough = now;
                 let ts = self.commit_log.last_store_timestamp();
                 match self.commit_log.flush() {
                     Ok(()) => {
                         self.physic_flushed_ts.fetch_max(ts, Ordering::AcqRel);
                     }
                     Err(e) => tracing::error!(error = %e, "commit log flush failed"),
+                }
+            } else if pages >= self.config.flush_commit_log_least_pages {
+                if let Err(e) = self.commit_log.files().start_writeback() {
+                    tracing::error!(error = %e, "commit log write-back failed");
                 }
             }
         }
@@ -1142,8 +1167,12 @@ impl Drop for MessageStore {
     }
 }
 
+/// Longest wait for more SYNC_FLUSH puts to share a flush (see `flush_step`).
+const GROUP_COMMIT_WINDOW: Duration = Duration::from_micros(300);
+
 /// Timers of the background loops.
 pub(crate) struct LoopState {
+    last_group_commit: usize,
     next_commit_log_flush: Instant,
     last_thorough: Instant,
     next_logic_flush: Instant,
@@ -1156,6 +1185,7 @@ impl Default for LoopState {
     fn default() -> Self {
         let now = Instant::now();
         LoopState {
+            last_group_commit: 1,
             next_commit_log_flush: now,
             last_thorough: now,
             next_logic_flush: now,

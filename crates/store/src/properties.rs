@@ -42,24 +42,58 @@ pub fn encode<'a>(props: impl IntoIterator<Item = (&'a str, &'a str)>) -> String
 
 /// Decodes a properties string; items without a separator are skipped, as RocketMQ does.
 pub fn decode(s: &str) -> HashMap<String, String> {
-    s.split(PROPERTY_SEPARATOR)
-        .filter_map(|item| item.split_once(NAME_VALUE_SEPARATOR))
+    pairs(s)
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
 }
 
-/// The name/value pairs of a properties string, in order, borrowed.
+/// The name/value pairs of a properties string, in order, borrowed. Items without a name
+/// separator are skipped. Works on bytes: the separators are ASCII, so every split point is
+/// a char boundary.
 pub fn pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
-    s.split(PROPERTY_SEPARATOR)
-        .filter_map(|item| item.split_once(NAME_VALUE_SEPARATOR))
+    let bytes = s.as_bytes();
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        while pos < bytes.len() {
+            let end = bytes[pos..]
+                .iter()
+                .position(|b| *b == PROPERTY_SEPARATOR as u8)
+                .map_or(bytes.len(), |i| pos + i);
+            let item = pos..end;
+            pos = end + 1;
+            if let Some(eq) = bytes[item.clone()]
+                .iter()
+                .position(|b| *b == NAME_VALUE_SEPARATOR as u8)
+            {
+                let split = item.start + eq;
+                return Some((&s[item.start..split], &s[split + 1..item.end]));
+            }
+        }
+        None
+    })
 }
 
-/// Finds one property without decoding the rest.
+/// Finds one property without decoding the rest (a SIMD search for `name\x01` at the start
+/// of an item: this runs on every put).
 pub fn find<'a>(s: &'a str, name: &str) -> Option<&'a str> {
-    s.split(PROPERTY_SEPARATOR)
-        .filter_map(|item| item.split_once(NAME_VALUE_SEPARATOR))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
+    let bytes = s.as_bytes();
+    let mut needle = Vec::with_capacity(name.len() + 1);
+    needle.extend_from_slice(name.as_bytes());
+    needle.push(NAME_VALUE_SEPARATOR as u8);
+    let finder = memchr::memmem::Finder::new(&needle);
+    let mut from = 0;
+    while let Some(i) = finder.find(&bytes[from..]) {
+        let at = from + i;
+        if at == 0 || bytes[at - 1] == PROPERTY_SEPARATOR as u8 {
+            let start = at + needle.len();
+            let end = memchr::memchr(PROPERTY_SEPARATOR as u8, &bytes[start..])
+                .map_or(bytes.len(), |j| start + j);
+            // Separators are ASCII: both ends are char boundaries.
+            return Some(&s[start..end]);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -78,5 +112,20 @@ mod tests {
         assert_eq!(find(&s, "UNIQ_KEY"), Some("ABC"));
         assert_eq!(find(&s, "NOPE"), None);
         assert!(decode("garbage").is_empty());
+        assert_eq!(
+            pairs("a\u{1}1\u{2}junk\u{2}b\u{1}\u{2}\u{1}v").collect::<Vec<_>>(),
+            vec![("a", "1"), ("b", ""), ("", "v")]
+        );
+        assert_eq!(find("é\u{1}ü\u{2}", "é"), Some("ü"));
+        assert_eq!(
+            find("XTAGS\u{1}no\u{2}TAGS\u{1}yes\u{2}", "TAGS"),
+            Some("yes")
+        );
+        assert_eq!(
+            find("A\u{1}TAGS\u{1}\u{2}", "TAGS"),
+            None,
+            "inside a value is not a name"
+        );
+        assert_eq!(find("TAGS\u{1}last", "TAGS"), Some("last"));
     }
 }

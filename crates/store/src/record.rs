@@ -163,13 +163,14 @@ pub struct Placement {
     pub store_timestamp: i64,
 }
 
-/// Writes the record of `msg` into `buf`, which must be exactly `msg.record_len()` long.
-pub fn encode_into(msg: &MessageToStore, at: Placement, buf: &mut [u8]) {
+/// Writes the record of `msg` into `buf`, which must be exactly `msg.record_len()` long;
+/// `crc` is `body_crc(&msg.body)` (computed by the caller, outside any lock).
+pub fn encode_into(msg: &MessageToStore, at: Placement, crc: i32, buf: &mut [u8]) {
     let total = buf.len();
     let mut w = Writer { buf, pos: 0 };
     w.i32(total as i32);
     w.i32(MESSAGE_MAGIC_CODE);
-    w.i32(body_crc(&msg.body));
+    w.i32(crc);
     w.i32(msg.queue_id);
     w.i32(msg.flag);
     w.i64(at.queue_offset);
@@ -193,7 +194,7 @@ pub fn encode_into(msg: &MessageToStore, at: Placement, buf: &mut [u8]) {
 /// Encodes `msg` into a new vector (tests, and callers that need a standalone record).
 pub fn encode(msg: &MessageToStore, at: Placement) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; msg.record_len()?];
-    encode_into(msg, at, &mut buf);
+    encode_into(msg, at, body_crc(&msg.body), &mut buf);
     Ok(buf)
 }
 

@@ -18,10 +18,12 @@ pub fn validate_topic(topic: &str) -> Result<()> {
             topic.len()
         )));
     }
-    if let Some(bad) = topic
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-')))
-    {
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-');
+    if !topic.as_bytes().iter().all(allowed) {
+        let bad = topic
+            .chars()
+            .find(|c| !c.is_ascii() || !allowed(&(*c as u8)))
+            .unwrap_or('?');
         return Err(StoreError::InvalidArgument(format!(
             "topic name {topic:?} contains {bad:?}; allowed: letters, digits, %, |, _ and -"
         )));

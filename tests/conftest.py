@@ -98,3 +98,13 @@ def dev_factory(tmp_path: Path) -> Iterator[type[DevProcess]]:
     yield Tracked
     for dev in started:
         dev.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
+    """One ``rocketpy dev`` for a whole test module, with short delay levels (1 s each) so
+    retries are quick."""
+    store = tmp_path_factory.mktemp("shared") / "store"
+    dev = DevProcess(store, "--set", "messageDelayLevel=" + " ".join(["1s"] * 18)).start()
+    yield dev
+    assert dev.stop() == 0, "".join(dev.stderr)

@@ -59,6 +59,47 @@ def encode_record(
     return out
 
 
+def parse_record(data: bytes, pos: int) -> dict:
+    """The message record at `pos` of `data` (checks sizes and the body CRC)."""
+    total, magic = struct.unpack_from(">iI", data, pos)
+    assert magic == MAGIC, f"bad magic {magic:#x}"
+    (body_crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = struct.unpack_from(
+        ">iiiqqiq", data, pos + 8
+    )
+    born_ip = ".".join(str(b) for b in data[pos + 48 : pos + 52])
+    (born_port, store_ts) = struct.unpack_from(">iq", data, pos + 52)
+    store_ip = ".".join(str(b) for b in data[pos + 64 : pos + 68])
+    (store_port, reconsume, prepared, body_len) = struct.unpack_from(">iiqi", data, pos + 68)
+    p = pos + 88
+    body = data[p : p + body_len]
+    p += body_len
+    topic_len = data[p]
+    topic = data[p + 1 : p + 1 + topic_len].decode()
+    p += 1 + topic_len
+    (prop_len,) = struct.unpack_from(">h", data, p)
+    props_raw = data[p + 2 : p + 2 + prop_len].decode()
+    p += 2 + prop_len
+    assert p - pos == total == 91 + body_len + topic_len + prop_len
+    assert body_crc == zlib.crc32(body) & 0x7FFFFFFF
+    props = dict(item.split("\x01", 1) for item in props_raw.split("\x02") if item)
+    return dict(
+        topic=topic, queue_id=queue_id, flag=flag, queue_offset=queue_offset, phys=phys,
+        size=total, sys_flag=sys_flag, born_ts=born_ts, born=f"{born_ip}:{born_port}",
+        store_ts=store_ts, store=f"{store_ip}:{store_port}", reconsume=reconsume,
+        prepared=prepared, body=body, props=props,
+    )  # fmt: skip
+
+
+def parse_records(data: bytes) -> list[dict]:
+    """Concatenated records (a PULL_MESSAGE or QUERY_MESSAGE body)."""
+    out, pos = [], 0
+    while pos < len(data):
+        rec = parse_record(data, pos)
+        out.append(rec)
+        pos += rec["size"]
+    return out
+
+
 def parse_commitlog(directory: Path) -> list[dict]:
     """Every message record of every CommitLog file, in order."""
     records = []
@@ -71,37 +112,9 @@ def parse_commitlog(directory: Path) -> list[dict]:
             total, magic = struct.unpack_from(">iI", data, pos)
             if (total == 0 and magic == 0) or magic == BLANK:
                 break
-            assert magic == MAGIC, f"bad magic {magic:#x} at {base + pos}"
-            (body_crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts) = struct.unpack_from(
-                ">iiiqqiq", data, pos + 8
-            )
-            born_ip = ".".join(str(b) for b in data[pos + 48 : pos + 52])
-            (born_port, store_ts) = struct.unpack_from(">iq", data, pos + 52)
-            store_ip = ".".join(str(b) for b in data[pos + 64 : pos + 68])
-            (store_port, reconsume, prepared, body_len) = struct.unpack_from(
-                ">iiqi", data, pos + 68
-            )
-            p = pos + 88
-            body = data[p : p + body_len]
-            p += body_len
-            topic_len = data[p]
-            topic = data[p + 1 : p + 1 + topic_len].decode()
-            p += 1 + topic_len
-            (prop_len,) = struct.unpack_from(">h", data, p)
-            props_raw = data[p + 2 : p + 2 + prop_len].decode()
-            p += 2 + prop_len
-            assert p - pos == total == 91 + body_len + topic_len + prop_len
-            assert body_crc == zlib.crc32(body) & 0x7FFFFFFF
-            assert phys == base + pos
-            props = dict(item.split("\x01", 1) for item in props_raw.split("\x02") if item)
-            records.append(
-                dict(
-                    topic=topic, queue_id=queue_id, flag=flag, queue_offset=queue_offset, phys=phys,
-                    size=total, sys_flag=sys_flag, born_ts=born_ts, born=f"{born_ip}:{born_port}",
-                    store_ts=store_ts, store=f"{store_ip}:{store_port}", reconsume=reconsume,
-                    prepared=prepared, body=body, props=props,
-                )
-            )  # fmt: skip
+            rec = parse_record(data, pos)
+            assert rec["phys"] == base + pos
+            records.append(rec)
             pos += total
     return records
 

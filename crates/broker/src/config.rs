@@ -48,8 +48,13 @@ pub struct BrokerConfig {
     pub channel_expired_timeout: u64,
     /// `clientChannelMaxIdleTimeSeconds`: idle connections are closed.
     pub client_channel_max_idle_time_seconds: u64,
-    /// `waitTimeMillsInSendQueue`.
+    /// `waitTimeMillsInSendQueue`: a send that waited longer is answered SYSTEM_BUSY.
     pub wait_time_mills_in_send_queue: u64,
+    /// `osPageCacheBusyTimeOutMills`: a put stuck this long makes sends answer SYSTEM_BUSY.
+    pub os_page_cache_busy_time_out_mills: u64,
+    /// Queue locks expire after this (ms) without renewal
+    /// (`rocketmq.broker.rebalance.lockMaxLiveTime`).
+    pub rebalance_lock_max_live_time: u64,
 }
 
 impl Default for BrokerConfig {
@@ -74,6 +79,8 @@ impl Default for BrokerConfig {
             channel_expired_timeout: 120_000,
             client_channel_max_idle_time_seconds: 120,
             wait_time_mills_in_send_queue: 200,
+            os_page_cache_busy_time_out_mills: 1000,
+            rebalance_lock_max_live_time: 60_000,
         }
     }
 }
@@ -123,6 +130,10 @@ impl BrokerConfig {
                 self.client_channel_max_idle_time_seconds = parse(key, v)?
             }
             "waitTimeMillsInSendQueue" => self.wait_time_mills_in_send_queue = parse(key, v)?,
+            "osPageCacheBusyTimeOutMills" => {
+                self.os_page_cache_busy_time_out_mills = parse(key, v)?
+            }
+            "rebalanceLockMaxLiveTime" => self.rebalance_lock_max_live_time = parse(key, v)?,
             _ => return Ok(false),
         }
         Ok(true)

@@ -9,8 +9,10 @@ pub mod consumer_offset;
 pub mod error;
 pub mod long_polling;
 pub mod processor;
+pub mod rebalance_lock;
 pub mod register;
 pub mod subscription;
+pub mod subscription_group;
 pub mod topic_config;
 
 use std::net::{IpAddr, SocketAddr};
@@ -40,8 +42,12 @@ pub struct BrokerInner {
     pub topics: TopicConfigManager,
     /// Committed consumer offsets.
     pub offsets: ConsumerOffsetManager,
-    /// Consumer groups.
+    /// Consumer groups (members, subscriptions).
     pub consumers: ConsumerManager,
+    /// Subscription group settings (retry, permissions).
+    pub groups: subscription_group::SubscriptionGroupManager,
+    /// Queue locks of orderly consumers.
+    pub locks: rebalance_lock::RebalanceLockManager,
     /// Held pulls.
     pub hold: Arc<PullHoldService>,
     /// Client for name servers.
@@ -104,6 +110,13 @@ impl Broker {
         )?;
         topics.persist()?;
         let offsets = ConsumerOffsetManager::load(config_dir.join("consumerOffset.json"))?;
+        let groups = subscription_group::SubscriptionGroupManager::load(
+            config_dir.join("subscriptionGroup.json"),
+            settings.broker.auto_create_subscription_group,
+        )?;
+        let locks = rebalance_lock::RebalanceLockManager::new(Some(Duration::from_millis(
+            settings.broker.rebalance_lock_max_live_time,
+        )));
 
         let broker_cfg = &settings.broker;
         let bind = format!("{}:{}", broker_cfg.bind_address, broker_cfg.listen_port);
@@ -143,6 +156,8 @@ impl Broker {
             topics,
             offsets,
             consumers: ConsumerManager::new(),
+            groups,
+            locks,
             hold,
             register_now: Notify::new(),
         });
@@ -201,7 +216,8 @@ impl Broker {
             task.abort();
         }
         register::unregister_all(&self.inner).await;
-        self.server.shutdown().await;
+        self.inner.hold.release_all();
+        self.server.shutdown_graceful(Duration::from_secs(5)).await;
         self.inner.namesrv.shutdown();
         self.inner.offsets.persist()?;
         self.inner.topics.persist()?;

@@ -15,12 +15,25 @@ use tokio::sync::Notify;
 #[derive(Debug, Default)]
 pub struct PullHoldService {
     queues: RwLock<HashMap<String, HashMap<i32, Arc<Notify>>>>,
+    /// Set at shutdown: held pulls are answered at once.
+    stopping: tokio::sync::watch::Sender<bool>,
 }
 
 impl PullHoldService {
     /// An empty service.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Releases every held pull (they are answered with what the queue has now).
+    pub fn release_all(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Completes when [`PullHoldService::release_all`] has been called.
+    pub async fn released(&self) {
+        let mut rx = self.stopping.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
     }
 
     /// The notifier of a queue, created on first use.

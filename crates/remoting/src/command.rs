@@ -80,6 +80,9 @@ pub struct RemotingCommand {
     pub body: Bytes,
     /// Header serialisation used on the wire; a response must use its request's.
     pub serialize_type: SerializeType,
+    /// When the transport read the frame (set by the connection, not encoded): lets the
+    /// broker refuse work that waited too long (SYSTEM_BUSY back-pressure).
+    pub received_at: Option<std::time::Instant>,
 }
 
 impl RemotingCommand {
@@ -95,6 +98,7 @@ impl RemotingCommand {
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
             serialize_type: SerializeType::Json,
+            received_at: None,
         }
     }
 
@@ -110,6 +114,7 @@ impl RemotingCommand {
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
             serialize_type: request.serialize_type,
+            received_at: None,
         }
     }
 

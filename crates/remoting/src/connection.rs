@@ -71,6 +71,10 @@ pub struct Connection {
     pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
     closed: AtomicBool,
     closed_signal: watch::Sender<bool>,
+    /// Set by a draining server: read no more requests, finish the ones in flight, close.
+    draining: watch::Sender<bool>,
+    /// Requests being answered later (long polls, flush waits).
+    in_flight: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Connection {
@@ -100,6 +104,8 @@ impl Connection {
             pending: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
             closed_signal: watch::Sender::new(false),
+            draining: watch::Sender::new(false),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
         });
         tokio::spawn(write_loop(conn.clone(), write, rx));
         tokio::spawn(read_loop(conn.clone(), read, handler, config));
@@ -119,6 +125,11 @@ impl Connection {
     /// Whether the connection has closed.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Stops reading requests; the connection closes once those in flight are answered.
+    pub fn drain(&self) {
+        self.draining.send_replace(true);
     }
 
     /// Closes the connection: pending requests fail, both tasks stop.
@@ -236,6 +247,8 @@ async fn read_loop(
 ) {
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let mut closed = conn.closed_signal.subscribe();
+    let mut draining = conn.draining.subscribe();
+    let mut drained = false;
     'outer: loop {
         let read_once = read.read_buf(&mut buf);
         let n = tokio::select! {
@@ -249,15 +262,23 @@ async fn read_loop(
                 }
             } => n,
             _ = closed.wait_for(|c| *c) => Ok(0),
+            _ = draining.wait_for(|d| *d) => {
+                drained = true;
+                Ok(0)
+            }
         };
         match n {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }
+        let received_at = std::time::Instant::now();
         loop {
             match frame::decode(&mut buf) {
                 Ok(Some(cmd)) if cmd.is_response() => conn.complete(cmd),
-                Ok(Some(cmd)) => dispatch(&conn, &handler, cmd).await,
+                Ok(Some(mut cmd)) => {
+                    cmd.received_at = Some(received_at);
+                    dispatch(&conn, &handler, cmd).await
+                }
                 Ok(None) => break,
                 Err(e) => {
                     tracing::warn!(peer = %conn.peer, error = %e, "closing connection on bad frame");
@@ -267,6 +288,12 @@ async fn read_loop(
             if conn.is_closed() {
                 break 'outer;
             }
+        }
+    }
+    if drained {
+        // Answers still being prepared go out before the socket closes.
+        while conn.in_flight.load(Ordering::Acquire) > 0 && !conn.is_closed() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
     }
     conn.close();
@@ -287,10 +314,12 @@ async fn dispatch(
         }
         Reply::Later(future) => {
             let conn = conn.clone();
+            conn.in_flight.fetch_add(1, Ordering::AcqRel);
             tokio::spawn(async move {
                 if let (Some(response), false) = (future.await, oneway) {
                     send_response(&conn, response).await;
                 }
+                conn.in_flight.fetch_sub(1, Ordering::AcqRel);
             });
         }
     }

@@ -127,6 +127,7 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
         ext_fields,
         body: bytes::Bytes::new(),
         serialize_type: SerializeType::RocketMq,
+        received_at: None,
     })
 }
 

@@ -90,6 +90,7 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
         ext_fields,
         body: bytes::Bytes::new(),
         serialize_type: SerializeType::Json,
+        received_at: None,
     })
 }
 

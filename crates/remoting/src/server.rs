@@ -125,6 +125,12 @@ impl RemotingServer {
 
     /// Stops accepting and closes every connection.
     pub async fn shutdown(&self) {
+        self.shutdown_graceful(Duration::ZERO).await;
+    }
+
+    /// Stops accepting and reading requests, lets the answers in flight go out for up to
+    /// `grace`, then closes every connection.
+    pub async fn shutdown_graceful(&self, grace: Duration) {
         self.stop.send_replace(true);
         let task = self
             .accept_task
@@ -133,6 +139,14 @@ impl RemotingServer {
             .take();
         if let Some(task) = task {
             let _ = task.await;
+        }
+        let open: Vec<_> = lock(&self.connections).values().cloned().collect();
+        for conn in &open {
+            conn.drain();
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        while !lock(&self.connections).is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let open: Vec<_> = lock(&self.connections).values().cloned().collect();
         for conn in open {

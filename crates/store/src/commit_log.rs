@@ -63,6 +63,22 @@ impl DispatchRequest<'_> {
     }
 }
 
+/// Marks the put lock as held since now, and free again when dropped (on every exit path).
+struct BusyMark<'a>(&'a std::sync::atomic::AtomicI64);
+
+impl<'a> BusyMark<'a> {
+    fn new(since: &'a std::sync::atomic::AtomicI64) -> Self {
+        since.store(now_millis(), std::sync::atomic::Ordering::Relaxed);
+        BusyMark(since)
+    }
+}
+
+impl Drop for BusyMark<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// A damaged span of the log `[start, end)`, found by recovery.
 pub type BadRange = (i64, i64);
 
@@ -77,6 +93,9 @@ struct PutState {
 pub struct CommitLog {
     files: MappedFileQueue,
     state: Mutex<PutState>,
+    /// When the current holder of the put lock took it (ms; 0 = free): a put stuck for long
+    /// (page faults on a starved page cache) makes the broker answer SYSTEM_BUSY.
+    locked_since: std::sync::atomic::AtomicI64,
     bad_ranges: parking_lot::RwLock<Vec<BadRange>>,
 }
 
@@ -97,6 +116,7 @@ impl CommitLog {
         CommitLog {
             files: MappedFileQueue::new(storage, dir, file_size).with_preallocation(),
             state: Mutex::new(PutState::default()),
+            locked_since: std::sync::atomic::AtomicI64::new(0),
             bad_ranges: parking_lot::RwLock::new(Vec::new()),
         }
     }
@@ -139,6 +159,7 @@ impl CommitLog {
         };
         let mut state = self.state.lock();
         let mut writer = self.files.writer();
+        let busy = BusyMark::new(&self.locked_since);
         let mut results = Vec::with_capacity(msgs.len());
         for (msg, &crc) in msgs.iter().zip(crcs) {
             let len = msg.record_len()?;
@@ -208,6 +229,7 @@ impl CommitLog {
                 logics_offset: queue_offset,
             });
         }
+        drop(busy);
         drop(writer);
         drop(state);
         // Formatting ids allocates: done after the locks are released.
@@ -350,6 +372,13 @@ impl CommitLog {
         drop(state);
         self.bad_ranges.write().extend(bad);
         Ok(end as i64)
+    }
+
+    /// Whether a put has held the lock for more than `limit_ms` (RocketMQ's
+    /// `isOSPageCacheBusy`).
+    pub fn is_busy(&self, limit_ms: i64) -> bool {
+        let since = self.locked_since.load(std::sync::atomic::Ordering::Relaxed);
+        since != 0 && now_millis() - since > limit_ms
     }
 
     /// The damaged spans found by recovery.

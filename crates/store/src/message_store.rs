@@ -886,6 +886,11 @@ impl MessageStore {
         out
     }
 
+    /// Whether a put has been stuck in the CommitLog for more than `limit_ms`.
+    pub fn is_os_page_cache_busy(&self, limit_ms: i64) -> bool {
+        self.commit_log.is_busy(limit_ms)
+    }
+
     /// The CommitLog's first and one-past-last offsets.
     pub fn commit_log_range(&self) -> (i64, i64) {
         (self.commit_log.min_offset(), self.commit_log.max_offset())

@@ -76,3 +76,39 @@ pub fn get_all_topic_config(
         .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
     Ok(Reply::Now(Some(ok(req).with_body(body))))
 }
+
+/// Creates or updates a subscription group (body: `SubscriptionGroupConfig` JSON).
+pub fn update_subscription_group(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let cfg: crate::subscription_group::SubscriptionGroupConfig =
+        rocketpy_remoting::protocol::fastjson::from_slice(&req.body).map_err(|e| {
+            ProcessError::new(
+                response::SYSTEM_ERROR,
+                format!("invalid SubscriptionGroupConfig: {e}"),
+            )
+        })?;
+    validate_topic(&format!(
+        "{}{}",
+        crate::topic_config::RETRY_GROUP_TOPIC_PREFIX,
+        cfg.group_name
+    ))
+    .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, format!("invalid group name: {e}")))?;
+    broker.groups.update(cfg);
+    Ok(Reply::Now(Some(ok(req))))
+}
+
+/// Every subscription group as `SubscriptionGroupWrapper` JSON.
+pub fn get_all_subscription_groups(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let body = broker
+        .groups
+        .to_json()
+        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+    Ok(Reply::Now(Some(ok(req).with_body(body))))
+}

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rocketpy_remoting::code::{request, response};
-use rocketpy_remoting::protocol::{fastjson, perm, ConsumerListBody, HeartbeatData};
+use rocketpy_remoting::protocol::{fastjson, ConsumerListBody, HeartbeatData};
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
 use rocketpy_store::validate_topic;
 
@@ -12,9 +12,6 @@ use super::ok;
 use crate::consumer_manager::Changed;
 use crate::topic_config::RETRY_GROUP_TOPIC_PREFIX;
 use crate::BrokerInner;
-
-/// Queues of a retry topic (RocketMQ's default `retryQueueNums`).
-pub const RETRY_QUEUE_NUMS: i32 = 1;
 
 /// Tells every remaining member of a group to rebalance (oneway, best effort).
 pub fn notify_consumer_ids_changed((group, conns): Changed) {
@@ -56,13 +53,8 @@ pub fn heart_beat(
                 format!("consumer group name {:?} is invalid: {RETRY_GROUP_TOPIC_PREFIX}+group must be a valid topic", consumer.group_name),
             ));
         }
-        match broker
-            .topics
-            .create_system_topic(&retry, RETRY_QUEUE_NUMS, perm::READ_WRITE)
-        {
-            Ok((_, true)) => broker.register_now.notify_one(),
-            Ok(_) => {}
-            Err(e) => tracing::warn!(topic = %retry, error = %e, "retry topic not created"),
+        if let Err(e) = super::retry::retry_topic(broker, &consumer.group_name) {
+            tracing::warn!(topic = %retry, error = %e.remark, "retry topic not created");
         }
         if let Some(changed) = broker.consumers.register(&data.client_id, conn, consumer) {
             tracing::info!(group = %consumer.group_name, client = %data.client_id, "consumer group membership changed");

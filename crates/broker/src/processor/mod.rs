@@ -2,9 +2,11 @@
 
 pub mod admin;
 pub mod client;
+pub mod lock;
 pub mod offset;
 pub mod pull;
 pub mod query;
+pub mod retry;
 pub mod send;
 
 use std::sync::{Arc, OnceLock};
@@ -39,6 +41,24 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
         &[request::SEND_MESSAGE, request::SEND_MESSAGE_V2],
         route(&slot, send::process),
     );
+    t.register(
+        request::SEND_BATCH_MESSAGE,
+        route(&slot, send::process_batch),
+    );
+    t.register(
+        request::CONSUMER_SEND_MSG_BACK,
+        route(&slot, retry::consumer_send_msg_back),
+    );
+    t.register(request::LOCK_BATCH_MQ, route(&slot, lock::lock_batch));
+    t.register(request::UNLOCK_BATCH_MQ, route(&slot, lock::unlock_batch));
+    t.register(
+        request::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        route(&slot, admin::update_subscription_group),
+    );
+    t.register(
+        request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        route(&slot, admin::get_all_subscription_groups),
+    );
     t.register(request::PULL_MESSAGE, route(&slot, pull::process));
     t.register(
         request::QUERY_CONSUMER_OFFSET,
@@ -72,6 +92,19 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     t.register(
         request::GET_ALL_TOPIC_CONFIG,
         route(&slot, admin::get_all_topic_config),
+    );
+    t.register(request::QUERY_MESSAGE, route(&slot, query::query_message));
+    t.register(
+        request::VIEW_MESSAGE_BY_ID,
+        route(&slot, query::view_message_by_id),
+    );
+    t.register(
+        request::SEARCH_OFFSET_BY_TIMESTAMP,
+        route(&slot, query::search_offset_by_timestamp),
+    );
+    t.register(
+        request::GET_EARLIEST_MSG_STORETIME,
+        route(&slot, query::earliest_msg_store_time),
     );
     let close_slot = slot.clone();
     t.on_close(Arc::new(move |conn: &Arc<Connection>| {

@@ -77,6 +77,21 @@ fn pull_once(
             ),
         ));
     }
+    match broker.groups.find_or_create(&h.consumer_group) {
+        None => {
+            return Err(ProcessError::new(
+                response::SUBSCRIPTION_GROUP_NOT_EXIST,
+                format!("subscription group [{}] does not exist", h.consumer_group),
+            ))
+        }
+        Some(g) if !g.consume_enable => {
+            return Err(ProcessError::new(
+                response::NO_PERMISSION,
+                format!("subscription group no permission, {}", h.consumer_group),
+            ))
+        }
+        Some(_) => {}
+    }
     let Some(topic_cfg) = broker.topics.get(&h.topic) else {
         return Err(ProcessError::new(
             response::TOPIC_NOT_EXIST,
@@ -229,6 +244,7 @@ async fn hold(broker: &Arc<BrokerInner>, h: &PullHeader, timeout: Duration) {
         tokio::select! {
             _ = &mut notified => {}
             _ = tokio::time::sleep_until(deadline) => return,
+            _ = broker.hold.released() => return,
         }
     }
 }

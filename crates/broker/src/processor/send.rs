@@ -142,6 +142,12 @@ pub(crate) fn check_topic(
             format!("Sending message to topic[{}] is forbidden.", h.topic),
         ));
     }
+    if let Some(group) = h
+        .topic
+        .strip_prefix(crate::topic_config::RETRY_GROUP_TOPIC_PREFIX)
+    {
+        super::retry::retry_topic(broker, group)?;
+    }
     let created = broker
         .topics
         .create_in_send(
@@ -233,32 +239,78 @@ pub(crate) fn store_error(e: StoreError) -> ProcessError {
     }
 }
 
-/// Handles SEND_MESSAGE / SEND_MESSAGE_V2.
-pub fn process(
+/// Back-pressure (RocketMQ's flow control): a send that waited longer than
+/// `waitTimeMillsInSendQueue` behind earlier requests, or arriving while a put has been stuck
+/// in the store for `osPageCacheBusyTimeOutMills`, is answered SYSTEM_BUSY at once instead of
+/// queueing more work; producers retry elsewhere or later.
+pub(crate) fn check_busy(
     broker: &Arc<BrokerInner>,
-    conn: &Arc<Connection>,
     req: &RemotingCommand,
-) -> ProcessResult {
-    let h = parse_header(req)?;
-    let peer = conn.peer().to_string();
-    let (_, queue_id) = check_topic(broker, &h, &peer)?;
-    if req.body.len() > broker.settings.store.max_message_size {
+) -> Result<(), ProcessError> {
+    let cfg = broker.config();
+    if let Some(at) = req.received_at {
+        let waited = at.elapsed().as_millis() as u64;
+        if waited > cfg.wait_time_mills_in_send_queue {
+            return Err(ProcessError::new(
+                response::SYSTEM_BUSY,
+                format!("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms"),
+            ));
+        }
+    }
+    if broker
+        .store
+        .is_os_page_cache_busy(cfg.os_page_cache_busy_time_out_mills as i64)
+    {
         return Err(ProcessError::new(
-            response::MESSAGE_ILLEGAL,
-            format!(
-                "the message body size {} exceeds maxMessageSize {}",
-                req.body.len(),
-                broker.settings.store.max_message_size
-            ),
+            response::SYSTEM_BUSY,
+            "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
         ));
     }
-    let props = stored_properties(&h.properties, &broker.config().broker_cluster_name);
+    Ok(())
+}
+
+/// Retry-topic sends that have been retried enough go to the group's dead-letter topic
+/// (RocketMQ's `handleRetryAndDLQ`); returns the topic and queue to store into.
+fn retry_or_dlq(
+    broker: &Arc<BrokerInner>,
+    h: &SendHeader,
+    queue_id: i32,
+) -> Result<(String, i32), ProcessError> {
+    let Some(group) = h
+        .topic
+        .strip_prefix(crate::topic_config::RETRY_GROUP_TOPIC_PREFIX)
+    else {
+        return Ok((h.topic.clone(), queue_id));
+    };
+    let Some(cfg) = broker.groups.find_or_create(group) else {
+        return Err(ProcessError::new(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group not exist, {group}"),
+        ));
+    };
+    let max = h.max_reconsume_times.unwrap_or(cfg.retry_max_times);
+    if h.reconsume_times < max {
+        return Ok((h.topic.clone(), queue_id));
+    }
+    let dlq = super::retry::dlq_topic(broker, group)?;
+    Ok((dlq, 0))
+}
+
+/// The message to store for `item`, sent with header `h` to `(topic, queue_id)`.
+fn message(
+    broker: &Arc<BrokerInner>,
+    conn: &Arc<Connection>,
+    h: &SendHeader,
+    (topic, queue_id): (&str, i32),
+    item: BatchItem,
+) -> MessageToStore {
+    let props = stored_properties(&item.properties, &broker.config().broker_cluster_name);
     let tags_code = java_hash::tags_code(properties::find(&props, keys::TAGS));
-    let msg = MessageToStore {
-        topic: h.topic.clone(),
+    MessageToStore {
+        topic: topic.to_owned(),
         queue_id,
-        flag: h.flag,
-        body: req.body.clone(),
+        flag: item.flag,
+        body: item.body,
         properties: props,
         tags_code,
         sys_flag: h.sys_flag,
@@ -267,7 +319,38 @@ pub fn process(
         store_host: broker.store_host,
         reconsume_times: h.reconsume_times,
         prepared_transaction_offset: 0,
+    }
+}
+
+fn check_body_size(broker: &Arc<BrokerInner>, len: usize) -> Result<(), ProcessError> {
+    let max = broker.settings.store.max_message_size;
+    if len > max {
+        return Err(ProcessError::new(
+            response::MESSAGE_ILLEGAL,
+            format!("the message body size {len} exceeds maxMessageSize {max}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Handles SEND_MESSAGE / SEND_MESSAGE_V2.
+pub fn process(
+    broker: &Arc<BrokerInner>,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    check_busy(broker, req)?;
+    let h = parse_header(req)?;
+    let peer = conn.peer().to_string();
+    let (_, queue_id) = check_topic(broker, &h, &peer)?;
+    check_body_size(broker, req.body.len())?;
+    let (topic, queue_id) = retry_or_dlq(broker, &h, queue_id)?;
+    let item = BatchItem {
+        flag: h.flag,
+        body: req.body.clone(),
+        properties: h.properties.clone(),
     };
+    let msg = message(broker, conn, &h, (&topic, queue_id), item);
     let appended = broker
         .store
         .put_messages_nowait(std::slice::from_ref(&msg))
@@ -282,6 +365,117 @@ pub fn process(
         .with_field("msgId", &result.msg_id)
         .with_field("queueId", queue_id)
         .with_field("queueOffset", result.logics_offset)
+        .with_field("MSG_REGION", "DefaultRegion")
+        .with_field("TRACE_ON", "true");
+    Ok(with_flush_wait(broker, resp, appended.flush))
+}
+
+/// One message of a SEND_BATCH_MESSAGE body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchItem {
+    pub flag: i32,
+    pub body: bytes::Bytes,
+    pub properties: String,
+}
+
+/// Decodes a SEND_BATCH_MESSAGE body: repeated `[totalSize i32][magic i32][bodyCRC i32]
+/// [flag i32][bodyLen i32][body][propLen i16][properties]`, big-endian (RocketMQ's
+/// `MessageDecoder.encodeMessages`).
+pub fn decode_batch(body: &bytes::Bytes) -> Result<Vec<BatchItem>, String> {
+    let mut out = Vec::new();
+    let mut pos = 0usize;
+    let be_i32 = |b: &[u8]| i32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+    while pos < body.len() {
+        let rest = &body[pos..];
+        if rest.len() < 22 {
+            return Err(format!("message {} of the batch is truncated", out.len()));
+        }
+        let total = be_i32(&rest[0..4]);
+        let flag = be_i32(&rest[12..16]);
+        let body_len = be_i32(&rest[16..20]);
+        if total < 22
+            || body_len < 0
+            || total as usize > rest.len()
+            || 20 + body_len as usize + 2 > total as usize
+        {
+            return Err(format!(
+                "message {} of the batch has inconsistent sizes (total {total}, body {body_len})",
+                out.len()
+            ));
+        }
+        let body_end = 20 + body_len as usize;
+        let prop_len = i16::from_be_bytes([rest[body_end], rest[body_end + 1]]);
+        if prop_len < 0 || body_end + 2 + prop_len as usize != total as usize {
+            return Err(format!(
+                "message {} of the batch has inconsistent property length {prop_len}",
+                out.len()
+            ));
+        }
+        let props = std::str::from_utf8(&rest[body_end + 2..total as usize]).map_err(|_| {
+            format!(
+                "message {} of the batch has non-UTF-8 properties",
+                out.len()
+            )
+        })?;
+        out.push(BatchItem {
+            flag,
+            body: body.slice(pos + 20..pos + body_end),
+            properties: props.to_owned(),
+        });
+        pos += total as usize;
+    }
+    if out.is_empty() {
+        return Err("the batch is empty".into());
+    }
+    Ok(out)
+}
+
+/// Handles SEND_BATCH_MESSAGE: every message of the batch goes to the same queue,
+/// contiguously; the answer names them all (offset ids joined by commas).
+pub fn process_batch(
+    broker: &Arc<BrokerInner>,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    check_busy(broker, req)?;
+    let h = parse_header(req)?;
+    if h.topic
+        .starts_with(crate::topic_config::RETRY_GROUP_TOPIC_PREFIX)
+    {
+        return Err(ProcessError::new(
+            response::MESSAGE_ILLEGAL,
+            format!("[BATCH] topic {} does not support retry topics", h.topic),
+        ));
+    }
+    let peer = conn.peer().to_string();
+    let (_, queue_id) = check_topic(broker, &h, &peer)?;
+    let items = decode_batch(&req.body).map_err(|e| {
+        ProcessError::new(
+            response::MESSAGE_ILLEGAL,
+            format!("the batch is illegal: {e}"),
+        )
+    })?;
+    let msgs = items
+        .into_iter()
+        .map(|it| {
+            check_body_size(broker, it.body.len())?;
+            Ok(message(broker, conn, &h, (&h.topic, queue_id), it))
+        })
+        .collect::<Result<Vec<_>, ProcessError>>()?;
+    let appended = broker
+        .store
+        .put_messages_nowait(&msgs)
+        .map_err(store_error)?;
+    let ids: Vec<&str> = appended.results.iter().map(|r| r.msg_id.as_str()).collect();
+    let first = appended
+        .results
+        .first()
+        .map(|r| r.logics_offset)
+        .unwrap_or(-1);
+    let resp = ok(req)
+        .with_field("msgId", ids.join(","))
+        .with_field("queueId", queue_id)
+        .with_field("queueOffset", first)
         .with_field("MSG_REGION", "DefaultRegion")
         .with_field("TRACE_ON", "true");
     Ok(with_flush_wait(broker, resp, appended.flush))
@@ -319,6 +513,46 @@ mod tests {
         );
         let with = properties::encode([("CLUSTER", "X")]);
         assert_eq!(stored_properties(&with, "C"), with);
+    }
+
+    fn batch_item(flag: i32, body: &[u8], props: &str) -> Vec<u8> {
+        let total = 22 + body.len() + props.len();
+        let mut out = Vec::new();
+        out.extend_from_slice(&(total as i32).to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&flag.to_be_bytes());
+        out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(&(props.len() as i16).to_be_bytes());
+        out.extend_from_slice(props.as_bytes());
+        out
+    }
+
+    #[test]
+    fn batch_body_round_trip_and_garbage() {
+        let mut body = batch_item(1, b"first", "TAGS\u{1}A\u{2}");
+        body.extend(batch_item(2, b"", ""));
+        let items = decode_batch(&bytes::Bytes::from(body.clone())).unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(
+            (
+                items[0].flag,
+                &items[0].body[..],
+                items[0].properties.as_str()
+            ),
+            (1, &b"first"[..], "TAGS\u{1}A\u{2}")
+        );
+        assert_eq!((items[1].flag, items[1].body.len()), (2, 0));
+        assert!(decode_batch(&bytes::Bytes::from(body[..body.len() - 1].to_vec())).is_err());
+        assert!(decode_batch(&bytes::Bytes::new()).is_err());
+        let mut lying = body.clone();
+        lying[19] = 200; // body length past the item
+        assert!(decode_batch(&bytes::Bytes::from(lying)).is_err());
+        assert!(decode_batch(&bytes::Bytes::from_static(&[
+            0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+        ]))
+        .is_err());
     }
 
     #[test]

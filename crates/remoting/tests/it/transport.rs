@@ -175,3 +175,66 @@ async fn connect_failure_is_an_error() {
         .await
         .is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_cap_and_idle_timeout() {
+    let config = ServerConfig {
+        max_connections: 2,
+        idle_timeout: Some(Duration::from_millis(300)),
+    };
+    let server = RemotingServer::bind("127.0.0.1:0", ProcessorTable::new(), config)
+        .await
+        .unwrap();
+    let addr = server.local_addr().to_string();
+    let _a = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let _b = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(server.connection_count(), 2);
+    let mut third = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let mut buf = BytesMut::new();
+    let n = tokio::time::timeout(Duration::from_secs(2), third.read_buf(&mut buf))
+        .await
+        .unwrap()
+        .unwrap_or(0);
+    assert_eq!(n, 0, "over the cap: closed at once");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(server.connection_count(), 0, "idle connections closed");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_answers_requests_in_flight() {
+    let server = server().await;
+    let addr = server.local_addr().to_string();
+    let client = client();
+    let pending = {
+        let (client, addr) = (client.clone(), addr.clone());
+        tokio::spawn(async move {
+            client
+                .invoke(
+                    &addr,
+                    RemotingCommand::request(SLOW),
+                    Duration::from_secs(5),
+                )
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.shutdown_graceful(Duration::from_secs(2)).await;
+    let resp = pending
+        .await
+        .unwrap()
+        .expect("answered before the connection closed");
+    assert_eq!(resp.code, response::SUCCESS);
+    assert!(
+        client
+            .invoke(
+                &addr,
+                RemotingCommand::request(ECHO),
+                Duration::from_secs(1)
+            )
+            .await
+            .is_err(),
+        "no longer listening"
+    );
+}

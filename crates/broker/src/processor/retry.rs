@@ -1,0 +1,163 @@
+//! CONSUMER_SEND_MSG_BACK: a consumer gives a message back after failing to consume it. The
+//! broker stores a copy in the group's retry topic with a growing delay (level 3 +
+//! reconsumeTimes, or the level asked for), keeping the original topic (RETRY_TOPIC) and id
+//! (ORIGIN_MESSAGE_ID) in its properties; after maxReconsumeTimes it goes to the group's
+//! dead-letter topic instead (RocketMQ's `consumerSendMsgBack`).
+
+use std::sync::Arc;
+
+use rocketpy_remoting::code::response;
+use rocketpy_remoting::protocol::perm;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
+use rocketpy_store::properties::{self, keys};
+use rocketpy_store::record::{self, Decoded};
+use rocketpy_store::{java_hash, MessageToStore};
+
+use super::ok;
+use super::send::store_error;
+use crate::topic_config::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use crate::BrokerInner;
+
+/// The group's retry topic, created on demand with the group's `retryQueueNums` queues.
+pub(crate) fn retry_topic(
+    broker: &Arc<BrokerInner>,
+    group: &str,
+) -> Result<(String, i32), ProcessError> {
+    let Some(cfg) = broker.groups.find_or_create(group) else {
+        return Err(ProcessError::new(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group not exist, {group}"),
+        ));
+    };
+    let topic = format!("{RETRY_GROUP_TOPIC_PREFIX}{group}");
+    let (tc, created) = broker
+        .topics
+        .create_system_topic(&topic, cfg.retry_queue_nums.max(1), perm::READ_WRITE)
+        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+    if created {
+        broker.register_now.notify_one();
+    }
+    Ok((topic, tc.write_queue_nums.max(1)))
+}
+
+/// The group's dead-letter topic: one queue, writable only (as in RocketMQ: reading it needs
+/// its permission changed first).
+pub(crate) fn dlq_topic(broker: &Arc<BrokerInner>, group: &str) -> Result<String, ProcessError> {
+    let topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
+    let (_, created) = broker
+        .topics
+        .create_system_topic(&topic, 1, perm::WRITE)
+        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+    if created {
+        broker.register_now.notify_one();
+    }
+    Ok(topic)
+}
+
+fn spread(n: i32) -> i32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    (NEXT.fetch_add(1, Ordering::Relaxed) % n.max(1) as u32) as i32
+}
+
+/// Handles CONSUMER_SEND_MSG_BACK.
+pub fn consumer_send_msg_back(
+    broker: &Arc<BrokerInner>,
+    conn: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let offset: i64 = req.parse_field("offset")?;
+    let group = req.field("group")?.to_owned();
+    let mut delay_level: i32 = req.parse_field("delayLevel")?;
+    let origin_msg_id = req.field_opt("originMsgId").unwrap_or_default().to_owned();
+    let max_from_client: Option<i32> = req
+        .field_opt("maxReconsumeTimes")
+        .map(|_| req.parse_field("maxReconsumeTimes"))
+        .transpose()?;
+    if !perm::is_writeable(broker.config().broker_permission) {
+        return Err(ProcessError::new(
+            response::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                broker.config().broker_name
+            ),
+        ));
+    }
+    let Some(cfg) = broker.groups.find_or_create(&group) else {
+        return Err(ProcessError::new(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group not exist, {group}"),
+        ));
+    };
+    if cfg.retry_queue_nums <= 0 {
+        return Ok(Reply::Now(Some(ok(req)))); // the group does not retry
+    }
+    let Some(record_bytes) = broker.store.look_message_by_offset(offset) else {
+        return Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            format!("look message by offset failed, {offset}"),
+        ));
+    };
+    let Ok(Decoded::Message(original)) = record::decode(&record_bytes, false) else {
+        return Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            format!("the record at offset {offset} is unreadable"),
+        ));
+    };
+    let max = max_from_client.unwrap_or(cfg.retry_max_times);
+    let mut props: Vec<(String, String)> = properties::pairs(original.properties)
+        .filter(|(k, _)| *k != keys::DELAY_TIME_LEVEL && *k != keys::WAIT_STORE_MSG_OK)
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let set = |props: &mut Vec<(String, String)>, k: &str, v: String| match props
+        .iter_mut()
+        .find(|(pk, _)| pk == k)
+    {
+        Some(p) => p.1 = v,
+        None => props.push((k.to_owned(), v)),
+    };
+    if properties::find(original.properties, keys::RETRY_TOPIC).is_none() {
+        set(&mut props, keys::RETRY_TOPIC, original.topic.to_owned());
+    }
+    let origin = properties::find(original.properties, keys::ORIGIN_MESSAGE_ID)
+        .map(str::to_owned)
+        .unwrap_or_else(|| {
+            if origin_msg_id.is_empty() {
+                record::offset_msg_id(&original.store_host, original.physical_offset)
+            } else {
+                origin_msg_id.clone()
+            }
+        });
+    set(&mut props, keys::ORIGIN_MESSAGE_ID, origin);
+    let (topic, queue_id) = if original.reconsume_times >= max || delay_level < 0 {
+        (dlq_topic(broker, &group)?, 0)
+    } else {
+        if delay_level == 0 {
+            delay_level = 3 + original.reconsume_times;
+        }
+        set(&mut props, keys::DELAY_TIME_LEVEL, delay_level.to_string());
+        let (topic, queues) = retry_topic(broker, &group)?;
+        (topic, spread(queues))
+    };
+    let properties = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let msg = MessageToStore {
+        tags_code: java_hash::tags_code(properties::find(&properties, keys::TAGS)),
+        topic,
+        queue_id,
+        flag: original.flag,
+        body: bytes::Bytes::copy_from_slice(original.body),
+        properties,
+        sys_flag: original.sys_flag,
+        born_timestamp: original.born_timestamp,
+        born_host: original.born_host,
+        store_host: broker.store_host,
+        reconsume_times: original.reconsume_times + 1,
+        prepared_transaction_offset: 0,
+    };
+    tracing::debug!(group, peer = %conn.peer(), topic = %msg.topic, reconsume = msg.reconsume_times, "message sent back");
+    broker
+        .store
+        .put_messages_nowait(std::slice::from_ref(&msg))
+        .map_err(store_error)?;
+    Ok(Reply::Now(Some(ok(req))))
+}

@@ -1,0 +1,161 @@
+//! Subscription groups (`config/subscriptionGroup.json`): per consumer group, whether it may
+//! consume and how failed messages are retried. Created on first use when
+//! `autoCreateSubscriptionGroup` is on, as in RocketMQ.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use parking_lot::RwLock;
+use rocketpy_remoting::protocol::{fastjson, DataVersion};
+use rocketpy_store::StoreError;
+use serde::{Deserialize, Serialize};
+
+use crate::config_file;
+
+/// One group's settings (RocketMQ's `SubscriptionGroupConfig` field names).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionGroupConfig {
+    pub group_name: String,
+    #[serde(default = "yes")]
+    pub consume_enable: bool,
+    #[serde(default = "yes")]
+    pub consume_from_min_enable: bool,
+    #[serde(default = "yes")]
+    pub consume_broadcast_enable: bool,
+    /// Queues of the group's retry topic.
+    #[serde(default = "one")]
+    pub retry_queue_nums: i32,
+    /// Deliveries before a message goes to the dead-letter topic.
+    #[serde(default = "sixteen")]
+    pub retry_max_times: i32,
+    #[serde(default)]
+    pub broker_id: i64,
+    #[serde(default = "one_i64")]
+    pub which_broker_when_consume_slowly: i64,
+    #[serde(default = "yes")]
+    pub notify_consumer_ids_changed_enable: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+fn one() -> i32 {
+    1
+}
+fn one_i64() -> i64 {
+    1
+}
+fn sixteen() -> i32 {
+    16
+}
+
+impl SubscriptionGroupConfig {
+    /// Defaults for `group`.
+    pub fn new(group: &str) -> Self {
+        SubscriptionGroupConfig {
+            group_name: group.to_owned(),
+            consume_enable: true,
+            consume_from_min_enable: true,
+            consume_broadcast_enable: true,
+            retry_queue_nums: 1,
+            retry_max_times: 16,
+            broker_id: 0,
+            which_broker_when_consume_slowly: 1,
+            notify_consumer_ids_changed_enable: true,
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupFile {
+    #[serde(default)]
+    subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+    #[serde(default)]
+    data_version: DataVersion,
+}
+
+/// The groups known to the broker.
+#[derive(Debug)]
+pub struct SubscriptionGroupManager {
+    path: PathBuf,
+    table: RwLock<GroupFile>,
+    auto_create: bool,
+}
+
+impl SubscriptionGroupManager {
+    /// Loads `path` (or starts empty).
+    pub fn load(path: PathBuf, auto_create: bool) -> Result<Self, StoreError> {
+        let file = config_file::load(&path, |b| {
+            fastjson::from_slice::<GroupFile>(b).map_err(|e| e.to_string())
+        })?
+        .unwrap_or_default();
+        Ok(SubscriptionGroupManager {
+            path,
+            table: RwLock::new(file),
+            auto_create,
+        })
+    }
+
+    /// The group's config, created with defaults (and saved) if allowed.
+    pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        if let Some(cfg) = self.table.read().subscription_group_table.get(group) {
+            return Some(cfg.clone());
+        }
+        if !self.auto_create {
+            return None;
+        }
+        let cfg = SubscriptionGroupConfig::new(group);
+        self.update(cfg.clone());
+        Some(cfg)
+    }
+
+    /// Adds or replaces a group and saves the file.
+    pub fn update(&self, cfg: SubscriptionGroupConfig) {
+        {
+            let mut t = self.table.write();
+            t.subscription_group_table
+                .insert(cfg.group_name.clone(), cfg);
+            t.data_version.counter += 1;
+            t.data_version.timestamp = rocketpy_store::message_store_now();
+        }
+        if let Err(e) = self.persist() {
+            tracing::error!(error = %e, "saving subscriptionGroup.json failed");
+        }
+    }
+
+    /// Every group as `SubscriptionGroupWrapper` JSON.
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&*self.table.read())
+    }
+
+    /// Writes the file.
+    pub fn persist(&self) -> Result<(), StoreError> {
+        let json =
+            serde_json::to_vec_pretty(&*self.table.read()).map_err(|e| StoreError::Config {
+                path: self.path.clone(),
+                reason: e.to_string(),
+            })?;
+        config_file::persist(&self.path, &json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_create_persist_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("subscriptionGroup.json");
+        let m = SubscriptionGroupManager::load(path.clone(), true).unwrap();
+        let mut cfg = m.find_or_create("g1").unwrap();
+        assert_eq!((cfg.retry_max_times, cfg.retry_queue_nums), (16, 1));
+        cfg.retry_max_times = 3;
+        m.update(cfg);
+        let m = SubscriptionGroupManager::load(path, false).unwrap();
+        assert_eq!(m.find_or_create("g1").unwrap().retry_max_times, 3);
+        assert!(m.find_or_create("other").is_none(), "no auto-create");
+    }
+}

@@ -1,0 +1,65 @@
+"""Broker policies: permissions per broker and per topic, consumers expiring without
+heartbeats, and oversized properties refused."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from rmq_wire import Wire
+from test_conformance import (
+    GET_CONSUMER_LIST_BY_GROUP,
+    HEART_BEAT,
+    NO_PERMISSION,
+    SUCCESS,
+    create_topic,
+    pull,
+    send_v2,
+)
+
+from conftest import DevProcess
+
+MESSAGE_ILLEGAL = 13
+
+
+def test_read_only_broker_refuses_sends(tmp_path):
+    dev = DevProcess(tmp_path / "store", "--set", "brokerPermission=4").start()
+    try:
+        with Wire(dev.broker) as w:
+            r = send_v2(w, "AnyTopic", b"x")
+            assert r.code == NO_PERMISSION and "forbidden" in (r.remark or "")
+    finally:
+        assert dev.stop() == 0
+
+
+def test_topic_permissions_and_consumer_expiry(tmp_path):
+    dev = DevProcess(
+        tmp_path / "store",
+        "--set",
+        "channelExpiredTimeout=1000",
+        "--set",
+        "flushConsumerOffsetInterval=200",
+    ).start()
+    try:
+        with Wire(dev.broker) as w:
+            assert create_topic(w, "ReadOnly", queues=1, perm=4).code == SUCCESS
+            assert send_v2(w, "ReadOnly", b"x").code == NO_PERMISSION
+            assert create_topic(w, "WriteOnly", queues=1, perm=2).code == SUCCESS
+            assert send_v2(w, "WriteOnly", b"x").code == SUCCESS
+            assert pull(w, "WriteOnly", 0, 0).code == NO_PERMISSION
+
+            big = send_v2(w, "Props", b"x", KEYS="k" * 40_000)
+            assert big.code == MESSAGE_ILLEGAL, "properties over 32767 bytes"
+
+            hb = {"clientID": "short-lived", "producerDataSet": [], "consumerDataSet": [{
+                "groupName": "expiring", "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+                "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": [], "unitMode": False}]}  # fmt: skip
+            assert w.call(HEART_BEAT, None, json.dumps(hb).encode()).code == SUCCESS
+            assert w.call(GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "expiring"}).code == SUCCESS
+            # The heartbeat connection stays open (and silent): only expiry can remove it.
+            time.sleep(2.5)
+            with Wire(dev.broker) as other:
+                gone = other.call(GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "expiring"})
+                assert gone.code != SUCCESS, "no heartbeat within channelExpiredTimeout: removed"
+    finally:
+        assert dev.stop() == 0

@@ -6,7 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from rocketpy import ConsumeFromWhere, ConsumeStatus, MessageExt, PushConsumer
+from rocketpy import ClientConfig, ConsumeFromWhere, ConsumeStatus, MessageExt, PushConsumer
 
 
 class Collector:
@@ -54,3 +54,18 @@ def wait_until(cond: Callable[[], bool], timeout: float = 30, interval: float = 
             return True
         time.sleep(interval)
     return cond()
+
+
+def fast_config(namesrv: str, name: str | None = None) -> ClientConfig:
+    """Client settings with short intervals, so rebalances and commits happen within a test;
+    a unique instance name keeps test clients from sharing an instance."""
+    import uuid
+
+    return ClientConfig(
+        namesrv,
+        instance_name=name or f"t-{uuid.uuid4().hex[:8]}",
+        poll_name_server_interval_ms=1000,
+        heartbeat_broker_interval_ms=1000,
+        persist_consumer_offset_interval_ms=300,
+        rebalance_interval_ms=1000,
+    )

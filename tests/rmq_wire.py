@@ -94,9 +94,16 @@ def decode_header(kind: int, h: bytes) -> Frame:
 class Wire:
     """One connection."""
 
-    def __init__(self, addr: str, serialize_type: int = JSON, timeout: float = 10) -> None:
+    def __init__(
+        self, addr: str, serialize_type: int = JSON, timeout: float = 10, rcvbuf: int = 0
+    ) -> None:
         host, port = addr.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if rcvbuf:
+            # Before connect, so the advertised window stays small.
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.settimeout(timeout)
+        self.sock.connect((host, int(port)))
         self.serialize_type = serialize_type
         self.buf = b""
         self.inbox: list[Frame] = []

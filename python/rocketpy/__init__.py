@@ -7,8 +7,21 @@ name servers and brokers; rocketpy's servers are Rust, started with ``rocketpy d
 
 from rocketpy._native import MessageExt, __version__
 from rocketpy.client.instance import ClientConfig
-from rocketpy.consumer.allocate import allocate_averagely
-from rocketpy.consumer.push import ConsumeFromWhere, ConsumeStatus, MessageListener, PushConsumer
+from rocketpy.consumer.allocate import (
+    allocate_averagely,
+    allocate_averagely_by_circle,
+    by_config,
+    by_machine_room,
+    consistent_hash,
+)
+from rocketpy.consumer.base import ConsumeFromWhere, MessageModel
+from rocketpy.consumer.lite_pull import LitePullConsumer
+from rocketpy.consumer.push import (
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    MessageListener,
+    PushConsumer,
+)
 from rocketpy.errors import (
     BrokerResponseError,
     ClientError,
@@ -22,7 +35,7 @@ from rocketpy.errors import (
     StoreLockedError,
 )
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
-from rocketpy.producer import Producer
+from rocketpy.producer import MessageQueueSelector, Producer, select_by_hash, select_random
 
 __all__ = [
     "BrokerResponseError",
@@ -30,12 +43,16 @@ __all__ = [
     "ClientError",
     "ConfigError",
     "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "CorruptDataError",
+    "LitePullConsumer",
     "Message",
     "MessageExt",
     "MessageListener",
+    "MessageModel",
     "MessageQueue",
+    "MessageQueueSelector",
     "Producer",
     "PushConsumer",
     "RemotingConnectError",
@@ -48,4 +65,10 @@ __all__ = [
     "StoreLockedError",
     "__version__",
     "allocate_averagely",
+    "allocate_averagely_by_circle",
+    "by_config",
+    "by_machine_room",
+    "consistent_hash",
+    "select_by_hash",
+    "select_random",
 ]

@@ -1,20 +1,29 @@
-"""``Producer``: sends messages, choosing queues round-robin and retrying on another broker."""
+"""``Producer``: sends messages synchronously, asynchronously, oneway, in batches, or to a
+queue chosen by a selector (ordered messages); picks queues round-robin, retries on another
+broker, and can avoid slow brokers (send latency fault tolerance)."""
 
 from __future__ import annotations
 
 import itertools
 import logging
+import random
 import threading
+import time
 import zlib
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 
-from rocketpy._native import RemotingResponse, encode_properties
+from rocketpy._native import RemotingResponse, encode_batch, encode_properties, java_string_hash
 from rocketpy._util import now_millis, unique_ids
+from rocketpy.client.fault import LatencyFaultTolerance
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.route import TopicPublishInfo, publish_info
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
 from rocketpy.protocol import (
     AUTO_CREATE_TOPIC_KEY,
+    RETRY_GROUP_TOPIC_PREFIX,
     MessageSysFlag,
     Property,
     RequestCode,
@@ -40,6 +49,37 @@ _STATUS = {
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
 
+#: ``selector(queues, message, arg) -> queue`` (RocketMQ's ``MessageQueueSelector``).
+MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, object], MessageQueue]
+
+#: ``callback(result, error)``: exactly one is set.
+SendCallback = Callable[[SendResult | None, BaseException | None], None]
+
+
+def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
+    """RocketMQ's ``SelectMessageQueueByHash``: the same sharding key always picks the same
+    queue, and the same one a Java producer picks (Java's ``hashCode`` of a str or int)."""
+    # Integer.hashCode is the int's 32-bit value; String.hashCode as Java computes it.
+    h = ((arg + 2**31) % 2**32) - 2**31 if isinstance(arg, int) else java_string_hash(str(arg))
+    # Java: `abs(h % n)` with a truncating %, which equals `abs(h) % n`.
+    return mqs[abs(h) % len(mqs)]
+
+
+def select_random(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
+    """RocketMQ's ``SelectMessageQueueByRandom``."""
+    return random.choice(list(mqs))
+
+
+@dataclass
+class _Prepared:
+    """A message ready to go: header fields (without the queue) and body."""
+
+    topic: str
+    fields: dict[str, str]
+    body: bytes
+    msg_id: str
+    code: int = RequestCode.SEND_MESSAGE_V2
+
 
 class Producer:
     """Sends messages to the brokers that serve their topic.
@@ -50,26 +90,31 @@ class Producer:
         send_timeout_ms: time allowed for one send, retries included.
         retry_times_when_send_failed: extra attempts of a failed synchronous send, each on
             another broker when there is one.
+        retry_times_when_send_async_failed: the same for asynchronous sends.
+        send_latency_fault_enable: avoid brokers that answered slowly or failed, for a time
+            that grows with the latency (RocketMQ's latency table).
         compress_msg_body_over_howmuch: bodies larger than this are zlib-compressed.
-        max_message_size: largest body accepted.
+        max_message_size: largest body (and largest batch) accepted.
         default_topic_queue_nums: queues of a topic auto-created by a first send.
         instance_name: see :class:`rocketpy.client.instance.ClientConfig`.
 
     Example::
 
-        producer = Producer("my-group", "127.0.0.1:9876")
-        producer.start()
-        result = producer.send(Message("TopicTest", b"hello", tags="TagA"))
-        producer.shutdown()
+        with Producer("my-group", "127.0.0.1:9876") as producer:
+            result = producer.send(Message("TopicTest", b"hello", tags="TagA"))
+            producer.send(Message("Orders", b"paid"), selector=select_by_hash, arg=order_id)
+            future = producer.send_async(Message("TopicTest", b"later"))
     """
 
     def __init__(
         self,
         group: str,
-        namesrv_addr: str,
+        namesrv_addr: str = "",
         *,
         send_timeout_ms: int = 3000,
         retry_times_when_send_failed: int = 2,
+        retry_times_when_send_async_failed: int = 2,
+        send_latency_fault_enable: bool = False,
         compress_msg_body_over_howmuch: int = 4096,
         max_message_size: int = MAX_MESSAGE_SIZE,
         default_topic_queue_nums: int = 4,
@@ -80,6 +125,8 @@ class Producer:
         self.group = group
         self.send_timeout_ms = send_timeout_ms
         self.retry_times_when_send_failed = retry_times_when_send_failed
+        self.retry_times_when_send_async_failed = retry_times_when_send_async_failed
+        self.send_latency_fault_enable = send_latency_fault_enable
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.max_message_size = max_message_size
         self.default_topic_queue_nums = default_topic_queue_nums
@@ -87,7 +134,8 @@ class Producer:
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._lock = threading.Lock()
-        self._index = itertools.count()
+        self._index = itertools.count(random.randrange(1 << 16))
+        self._faults = LatencyFaultTolerance()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -129,7 +177,7 @@ class Producer:
         with self._lock:
             self._publish[topic] = info
 
-    # -- sending --------------------------------------------------------------------------------
+    # -- routes and queues ---------------------------------------------------------------------
 
     def _client(self) -> ClientInstance:
         if self._instance is None:
@@ -172,6 +220,17 @@ class Producer:
     def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
         queues = info.queues
         start = next(self._index)
+        if self.send_latency_fault_enable:
+            for i in range(len(queues)):
+                mq = queues[(start + i) % len(queues)]
+                if self._faults.is_available(mq.broker_name) and mq.broker_name != last_broker:
+                    return mq
+            best = self._faults.pick_one_at_least()
+            if best is not None:
+                of_best = [mq for mq in queues if mq.broker_name == best]
+                if of_best:
+                    return of_best[start % len(of_best)]
+                self._faults.remove(best)
         if last_broker is not None:
             for i in range(len(queues)):
                 mq = queues[(start + i) % len(queues)]
@@ -179,27 +238,195 @@ class Producer:
                     return mq
         return queues[start % len(queues)]
 
+    def _refresh_after_failure(self, topic: str, info: TopicPublishInfo) -> TopicPublishInfo:
+        try:
+            with self._lock:
+                self._publish.pop(topic, None)
+            return self.publish_info(topic)
+        except RocketpyError:
+            return info
+
+    def _note_latency(self, mq: MessageQueue, started: float, failed: bool) -> None:
+        if self.send_latency_fault_enable:
+            self._faults.update(mq.broker_name, (time.monotonic() - started) * 1000, failed)
+
+    # -- preparing messages --------------------------------------------------------------------
+
+    def _prepare(self, msg: Message) -> _Prepared:
+        check_topic(msg.topic)
+        check_body(msg.body, self.max_message_size)
+        props = dict(msg.properties)
+        uniq = props.get(Property.UNIQ_KEY) or unique_ids.next()
+        props[Property.UNIQ_KEY] = uniq
+        body = msg.body
+        sys_flag = 0
+        if len(body) > self.compress_msg_body_over_howmuch:
+            body = zlib.compress(body, 5)
+            sys_flag |= MessageSysFlag.COMPRESSED
+        fields = self._fields(
+            msg.topic, sys_flag, msg.flag, encode_properties(list(props.items())), batch=False
+        )
+        return _Prepared(msg.topic, fields, body, uniq)
+
+    def _fields(
+        self, topic: str, sys_flag: int, flag: int, props: str, batch: bool
+    ) -> dict[str, str]:
+        return {
+            "a": self.group,
+            "b": topic,
+            "c": AUTO_CREATE_TOPIC_KEY,
+            "d": str(self.default_topic_queue_nums),
+            "f": str(sys_flag),
+            "g": str(now_millis()),
+            "h": str(flag),
+            "i": props,
+            "j": "0",
+            "k": "false",
+            "m": "true" if batch else "false",
+        }
+
+    def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
+        if not msgs:
+            raise ClientError("a batch needs at least one message")
+        topic = msgs[0].topic
+        check_topic(topic)
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise ClientError("retry topics are not supported by batch sends")
+        items = []
+        ids = []
+        for m in msgs:
+            if m.topic != topic:
+                raise ClientError(f"a batch must have one topic: {topic!r} and {m.topic!r}")
+            if m.delay_level > 0:
+                raise ClientError("delayed messages are not supported by batch sends")
+            check_body(m.body, self.max_message_size)
+            props = dict(m.properties)
+            uniq = props.get(Property.UNIQ_KEY) or unique_ids.next()
+            props[Property.UNIQ_KEY] = uniq
+            ids.append(uniq)
+            items.append((m.flag, m.body, encode_properties(list(props.items()))))
+        body = encode_batch(items)
+        if len(body) > self.max_message_size:
+            raise ClientError(
+                f"the batch is {len(body)} bytes, over the limit {self.max_message_size}; split it"
+            )
+        fields = self._fields(topic, 0, 0, "", batch=True)
+        return _Prepared(topic, fields, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
+
+    def _addr(self, mq: MessageQueue) -> str:
+        inst = self._client()
+        addr = inst.master_addr(mq.broker_name)
+        if addr is None:
+            inst.update_route(mq.topic)
+            addr = inst.master_addr(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"broker {mq.broker_name} has no master address")
+        return addr
+
+    @staticmethod
+    def _result(resp: RemotingResponse, addr: str, mq: MessageQueue, msg_id: str) -> SendResult:
+        status = _STATUS.get(resp.code)
+        if status is None:
+            check(resp, addr)
+            raise BrokerResponseError(resp.code, resp.remark, addr)
+        queue_id = int(resp.field("queueId", str(mq.queue_id)) or mq.queue_id)
+        return SendResult(
+            status=status,
+            msg_id=msg_id,
+            offset_msg_id=resp.field("msgId", "") or "",
+            message_queue=MessageQueue(mq.topic, mq.broker_name, queue_id),
+            queue_offset=int(resp.field("queueOffset", "-1") or -1),
+            region_id=resp.field("MSG_REGION", "DefaultRegion") or "DefaultRegion",
+            transaction_id=resp.field("transactionId"),
+        )
+
+    def _choose(
+        self,
+        prepared: _Prepared,
+        queue: MessageQueue | None,
+        selector: MessageQueueSelector | None,
+        arg: object,
+        msg: Message | None,
+    ) -> MessageQueue | None:
+        """A fixed queue (given or selected), or None to let the retry loop pick."""
+        if queue is not None:
+            return queue
+        if selector is not None:
+            mqs = self.message_queues(prepared.topic)
+            chosen = selector(mqs, msg if msg is not None else Message(prepared.topic, b"-"), arg)
+            if chosen not in mqs:
+                raise ClientError(
+                    f"the selector chose {chosen}, which is not a queue of {prepared.topic!r}"
+                )
+            return chosen
+        return None
+
+    # -- synchronous ---------------------------------------------------------------------------
+
     def send(
-        self, msg: Message, queue: MessageQueue | None = None, timeout_ms: int | None = None
+        self,
+        msg: Message,
+        queue: MessageQueue | None = None,
+        *,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
     ) -> SendResult:
         """Sends ``msg`` and waits for the broker's answer.
 
         Args:
             msg: the message.
             queue: a specific queue (no retry on another broker then).
+            selector: picks the queue from the topic's queues, given ``arg`` (e.g.
+                :func:`select_by_hash` with an order id keeps each order's messages in one
+                queue, hence in order); no retry on another queue.
             timeout_ms: overrides ``send_timeout_ms``.
 
         Raises:
             ClientError: invalid message, no route, or every attempt failed.
             BrokerResponseError: the broker refused the message for a reason a retry cannot fix.
         """
-        check_topic(msg.topic)
-        check_body(msg.body, self.max_message_size)
+        prepared = self._prepare(msg)
+        return self._send_sync(
+            prepared, self._choose(prepared, queue, selector, arg, msg), timeout_ms
+        )
+
+    def send_batch(
+        self,
+        msgs: Sequence[Message],
+        queue: MessageQueue | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> SendResult:
+        """Sends messages of one topic in one request (at most ``max_message_size`` bytes in
+        all); they are stored contiguously in one queue. ``msg_id`` and ``offset_msg_id`` of
+        the result list every message's id, comma-separated; ``queue_offset`` is the first's."""
+        prepared = self._prepare_batch(msgs)
+        return self._send_sync(prepared, queue, timeout_ms)
+
+    def _send_once(self, prepared: _Prepared, mq: MessageQueue, timeout_ms: int) -> SendResult:
+        addr = self._addr(mq)
+        fields = dict(prepared.fields, e=str(mq.queue_id))
+        started = time.monotonic()
+        try:
+            resp = self._client().remoting.invoke(
+                addr, prepared.code, fields, prepared.body, max(1, timeout_ms)
+            )
+            result = self._result(resp, addr, mq, prepared.msg_id)
+        except (RemotingError, ClientError, BrokerResponseError):
+            self._note_latency(mq, started, failed=True)
+            raise
+        self._note_latency(mq, started, failed=False)
+        return result
+
+    def _send_sync(
+        self, prepared: _Prepared, fixed: MessageQueue | None, timeout_ms: int | None
+    ) -> SendResult:
         timeout = timeout_ms if timeout_ms is not None else self.send_timeout_ms
         deadline = now_millis() + timeout
-        if queue is not None:
-            return self._send_to(msg, queue, timeout)
-        info = self.publish_info(msg.topic)
+        if fixed is not None:
+            return self._send_once(prepared, fixed, timeout)
+        info = self.publish_info(prepared.topic)
         attempts = 1 + max(0, self.retry_times_when_send_failed)
         last_broker: str | None = None
         errors: list[str] = []
@@ -210,7 +437,7 @@ class Producer:
             mq = self._select_queue(info, last_broker)
             last_broker = mq.broker_name
             try:
-                return self._send_to(msg, mq, left)
+                return self._send_once(prepared, mq, left)
             except BrokerResponseError as e:
                 if e.code not in _RETRY_CODES:
                     raise
@@ -221,67 +448,112 @@ class Producer:
                 "send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, errors[-1]
             )
             if attempt + 1 < attempts:
-                info = self._refresh_after_failure(msg.topic, info)
+                info = self._refresh_after_failure(prepared.topic, info)
         raise ClientError(
-            f"send to topic {msg.topic!r} failed after {len(errors)} attempt(s): {errors}"
+            f"send to topic {prepared.topic!r} failed after {len(errors)} attempt(s): {errors}"
         )
 
-    def _refresh_after_failure(self, topic: str, info: TopicPublishInfo) -> TopicPublishInfo:
-        try:
-            with self._lock:
-                self._publish.pop(topic, None)
-            return self.publish_info(topic)
-        except RocketpyError:
-            return info
+    # -- asynchronous --------------------------------------------------------------------------
 
-    def _send_to(self, msg: Message, mq: MessageQueue, timeout_ms: int) -> SendResult:
-        inst = self._client()
-        addr = inst.master_addr(mq.broker_name)
-        if addr is None:
-            inst.update_route(mq.topic)
-            addr = inst.master_addr(mq.broker_name)
-        if addr is None:
-            raise ClientError(f"broker {mq.broker_name} has no master address")
-        props = dict(msg.properties)
-        uniq = props.get(Property.UNIQ_KEY) or unique_ids.next()
-        props[Property.UNIQ_KEY] = uniq
-        body = msg.body
-        sys_flag = 0
-        if len(body) > self.compress_msg_body_over_howmuch:
-            body = zlib.compress(body, 5)
-            sys_flag |= MessageSysFlag.COMPRESSED
-        fields = {
-            "a": self.group,
-            "b": msg.topic,
-            "c": AUTO_CREATE_TOPIC_KEY,
-            "d": str(self.default_topic_queue_nums),
-            "e": str(mq.queue_id),
-            "f": str(sys_flag),
-            "g": str(now_millis()),
-            "h": str(msg.flag),
-            "i": encode_properties(list(props.items())),
-            "j": "0",
-            "k": "false",
-            "m": "false",
-        }
-        resp = inst.remoting.invoke(
-            addr, RequestCode.SEND_MESSAGE_V2, fields, body, max(1, timeout_ms)
+    def send_async(
+        self,
+        msg: Message,
+        callback: SendCallback | None = None,
+        queue: MessageQueue | None = None,
+        *,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+        timeout_ms: int | None = None,
+    ) -> Future[SendResult]:
+        """Sends without waiting: returns a future of the :class:`SendResult`, and calls
+        ``callback(result, error)`` when done. Failures are retried on other brokers up to
+        ``retry_times_when_send_async_failed`` times. Callbacks run on rocketpy's callback
+        thread: keep them short."""
+        prepared = self._prepare(msg)
+        return self._send_async(
+            prepared, self._choose(prepared, queue, selector, arg, msg), callback, timeout_ms
         )
-        return self._result(resp, addr, mq, uniq)
 
-    @staticmethod
-    def _result(resp: RemotingResponse, addr: str, mq: MessageQueue, uniq: str) -> SendResult:
-        status = _STATUS.get(resp.code)
-        if status is None:
-            check(resp, addr)
-            raise BrokerResponseError(resp.code, resp.remark, addr)
-        queue_id = int(resp.field("queueId", str(mq.queue_id)) or mq.queue_id)
-        return SendResult(
-            status=status,
-            msg_id=uniq,
-            offset_msg_id=resp.field("msgId", "") or "",
-            message_queue=MessageQueue(mq.topic, mq.broker_name, queue_id),
-            queue_offset=int(resp.field("queueOffset", "-1") or -1),
-            region_id=resp.field("MSG_REGION", "DefaultRegion") or "DefaultRegion",
-            transaction_id=resp.field("transactionId"),
+    def send_batch_async(
+        self,
+        msgs: Sequence[Message],
+        callback: SendCallback | None = None,
+        queue: MessageQueue | None = None,
+    ) -> Future[SendResult]:
+        """:meth:`send_batch` without waiting (see :meth:`send_async`)."""
+        return self._send_async(self._prepare_batch(msgs), queue, callback, None)
+
+    def _send_async(
+        self,
+        prepared: _Prepared,
+        fixed: MessageQueue | None,
+        callback: SendCallback | None,
+        timeout_ms: int | None,
+    ) -> Future[SendResult]:
+        future: Future[SendResult] = Future()
+        if callback is not None:
+            future.add_done_callback(
+                lambda f: callback(None if f.exception() else f.result(), f.exception())
+            )
+        timeout = timeout_ms if timeout_ms is not None else self.send_timeout_ms
+        deadline = now_millis() + timeout
+        attempts = 1 if fixed is not None else 1 + max(0, self.retry_times_when_send_async_failed)
+        info = self.publish_info(prepared.topic) if fixed is None else None
+
+        def attempt(n: int, last_broker: str | None, errors: list[str]) -> None:
+            left = deadline - now_millis()
+            if left <= 0 or n >= attempts:
+                future.set_exception(
+                    ClientError(f"async send to {prepared.topic!r} failed: {errors or 'timed out'}")
+                )
+                return
+            mq = fixed if fixed is not None else self._select_queue(info, last_broker)  # type: ignore[arg-type]
+            try:
+                addr = self._addr(mq)
+            except RocketpyError as e:
+                future.set_exception(e)
+                return
+            started = time.monotonic()
+
+            def done(resp: RemotingResponse | None, err: BaseException | None) -> None:
+                if resp is not None:
+                    try:
+                        result = self._result(resp, addr, mq, prepared.msg_id)
+                    except BrokerResponseError as e:
+                        self._note_latency(mq, started, failed=True)
+                        if e.code in _RETRY_CODES:
+                            attempt(n + 1, mq.broker_name, [*errors, str(e)])
+                        else:
+                            future.set_exception(e)
+                        return
+                    self._note_latency(mq, started, failed=False)
+                    future.set_result(result)
+                    return
+                self._note_latency(mq, started, failed=True)
+                attempt(n + 1, mq.broker_name, [*errors, str(err)])
+
+            fields = dict(prepared.fields, e=str(mq.queue_id))
+            self._client().remoting.invoke_async(
+                addr, prepared.code, fields, prepared.body, max(1, left), done
+            )
+
+        attempt(0, None, [])
+        return future
+
+    # -- oneway --------------------------------------------------------------------------------
+
+    def send_oneway(
+        self,
+        msg: Message,
+        queue: MessageQueue | None = None,
+        *,
+        selector: MessageQueueSelector | None = None,
+        arg: object = None,
+    ) -> None:
+        """Sends and forgets: no answer is awaited, so nothing reports whether it was stored."""
+        prepared = self._prepare(msg)
+        mq = self._choose(prepared, queue, selector, arg, msg) or self._select_queue(
+            self.publish_info(prepared.topic), None
         )
+        fields = dict(prepared.fields, e=str(mq.queue_id))
+        self._client().remoting.invoke_oneway(self._addr(mq), prepared.code, fields, prepared.body)

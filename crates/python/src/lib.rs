@@ -29,6 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message::encode_properties, m)?)?;
     m.add_function(wrap_pyfunction!(message::decode_properties, m)?)?;
     m.add_function(wrap_pyfunction!(message::java_string_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(message::encode_batch, m)?)?;
     m.add_function(wrap_pyfunction!(logging::init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(json::fastjson_to_json, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

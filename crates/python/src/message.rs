@@ -236,3 +236,30 @@ pub fn decode_properties(text: &str) -> HashMap<String, String> {
 pub fn java_string_hash(s: &str) -> i32 {
     rocketpy_store::java_hash::java_string_hash(s)
 }
+
+/// A SEND_BATCH_MESSAGE body from `(flag, body, properties)` items: for each,
+/// `[totalSize i32][magic 0][bodyCRC 0][flag i32][bodyLen i32][body][propLen i16][props]`.
+#[pyfunction]
+pub fn encode_batch<'py>(
+    py: Python<'py>,
+    items: Vec<(i32, pyo3::pybacked::PyBackedBytes, String)>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::with_capacity(items.iter().map(|(_, b, p)| 22 + b.len() + p.len()).sum());
+    for (flag, body, props) in &items {
+        let prop_len = i16::try_from(props.len()).map_err(|_| {
+            crate::errors::InvalidArgumentError::new_err(
+                "properties of a batched message exceed 32767 bytes",
+            )
+        })?;
+        let total = 22 + body.len() + props.len();
+        out.extend_from_slice(&(total as i32).to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&0i32.to_be_bytes());
+        out.extend_from_slice(&flag.to_be_bytes());
+        out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        out.extend_from_slice(body);
+        out.extend_from_slice(&prop_len.to_be_bytes());
+        out.extend_from_slice(props.as_bytes());
+    }
+    Ok(PyBytes::new(py, &out))
+}

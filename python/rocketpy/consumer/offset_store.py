@@ -1,44 +1,82 @@
-"""Consumer offsets kept by the broker (clustering): cached here, committed every few seconds
-and at shutdown. Offsets only move forward unless explicitly reset."""
+"""Consumer offsets: on the brokers for clustering groups ([`RemoteOffsetStore`]), in a local
+file for broadcasting consumers ([`LocalFileOffsetStore`]). Both cache offsets in memory,
+persist every few seconds and at shutdown, and only move forward unless told otherwise."""
 
 from __future__ import annotations
 
+import abc
+import json
 import logging
+import os
 import threading
+from pathlib import Path
 
 from rocketpy.client.instance import ClientInstance, check
-from rocketpy.errors import BrokerResponseError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import RequestCode, ResponseCode
 
 log = logging.getLogger("rocketpy.consumer")
 
-#: ``read`` result: the broker has no offset for the queue.
+#: ``read_store`` result: no offset stored for the queue.
 NOT_FOUND = -1
-#: ``read`` result: the broker could not be asked.
+#: ``read_store`` result: the store could not be asked.
 UNKNOWN = -2
 
 
-class RemoteOffsetStore:
-    """Offsets of one consumer group, stored on the brokers."""
+class OffsetStore(abc.ABC):
+    """The cache both stores share, and what each adds."""
 
-    def __init__(self, instance: ClientInstance, group: str) -> None:
-        self._instance = instance
-        self._group = group
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._table: dict[MessageQueue, int] = {}
 
     def update(self, mq: MessageQueue, offset: int, increase_only: bool = True) -> None:
         """Records a new offset to commit."""
         with self._lock:
-            old = self._table.get(mq, -1)
-            if not increase_only or offset > old:
+            if not increase_only or offset > self._table.get(mq, -1):
                 self._table[mq] = offset
 
     def read_memory(self, mq: MessageQueue) -> int:
         """The cached offset, or :data:`NOT_FOUND`."""
         with self._lock:
             return self._table.get(mq, NOT_FOUND)
+
+    def remove(self, mq: MessageQueue) -> None:
+        """Forgets a queue."""
+        with self._lock:
+            self._table.pop(mq, None)
+
+    def snapshot(self) -> dict[MessageQueue, int]:
+        with self._lock:
+            return dict(self._table)
+
+    @abc.abstractmethod
+    def read_store(self, mq: MessageQueue) -> int:
+        """The stored offset (cached on success), :data:`NOT_FOUND` or :data:`UNKNOWN`."""
+
+    @abc.abstractmethod
+    def persist(self, mq: MessageQueue, oneway: bool = False) -> None:
+        """Saves one queue's cached offset."""
+
+    @abc.abstractmethod
+    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True) -> None:
+        """Saves the cached offsets of ``mqs``."""
+
+
+class RemoteOffsetStore(OffsetStore):
+    """Offsets of a clustering group, committed to the brokers."""
+
+    def __init__(self, instance: ClientInstance, group: str) -> None:
+        super().__init__()
+        self._instance = instance
+        self._group = group
+
+    def _addr(self, mq: MessageQueue) -> str | None:
+        addr = self._instance.master_addr(mq.broker_name)
+        if addr is None:
+            self._instance.update_route(mq.topic)
+            addr = self._instance.master_addr(mq.broker_name)
+        return addr
 
     def read_store(self, mq: MessageQueue) -> int:
         """The broker's committed offset (cached on success), :data:`NOT_FOUND` or
@@ -63,21 +101,11 @@ class RemoteOffsetStore:
         self.update(mq, offset, increase_only=False)
         return offset
 
-    def _addr(self, mq: MessageQueue) -> str | None:
-        addr = self._instance.master_addr(mq.broker_name)
-        if addr is None:
-            self._instance.update_route(mq.topic)
-            addr = self._instance.master_addr(mq.broker_name)
-        return addr
-
     def persist(self, mq: MessageQueue, oneway: bool = False) -> None:
         """Commits one queue's cached offset to its broker."""
         offset = self.read_memory(mq)
-        if offset < 0:
-            return
-        addr = self._addr(mq)
+        addr = self._addr(mq) if offset >= 0 else None
         if addr is None:
-            log.warning("cannot commit offset of %s: broker %s unknown", mq, mq.broker_name)
             return
         fields = {
             "consumerGroup": self._group,
@@ -91,11 +119,13 @@ class RemoteOffsetStore:
                     addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields
                 )
             else:
-                resp = self._instance.remoting.invoke(
-                    addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields, None, 5000
+                check(
+                    self._instance.remoting.invoke(
+                        addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields, None, 5000
+                    ),
+                    addr,
                 )
-                check(resp, addr)
-        except (BrokerResponseError, Exception) as e:
+        except Exception as e:
             log.warning("commit of offset %d for %s failed: %s", offset, mq, e)
 
     def persist_all(self, mqs: set[MessageQueue], oneway: bool = True) -> None:
@@ -106,7 +136,54 @@ class RemoteOffsetStore:
         for mq in sorted(mqs):
             self.persist(mq, oneway)
 
-    def remove(self, mq: MessageQueue) -> None:
-        """Forgets a queue's cached offset."""
-        with self._lock:
-            self._table.pop(mq, None)
+
+def default_local_offset_dir() -> Path:
+    """RocketMQ's ``rocketmq.client.localOffsetStoreDir`` default."""
+    return Path(
+        os.environ.get("ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR", Path.home() / ".rocketmq_offsets")
+    )
+
+
+class LocalFileOffsetStore(OffsetStore):
+    """Offsets of a broadcasting consumer, in ``{dir}/{client_id}/{group}/offsets.json``:
+    ``{"offsetTable": [{"topic", "brokerName", "queueId", "offset"}, ...]}``, replaced
+    atomically on every persist."""
+
+    def __init__(self, directory: Path, client_id: str, group: str) -> None:
+        super().__init__()
+        safe = client_id.replace("@", "_").replace(":", "_").replace("/", "_")
+        self.path = directory / safe / group / "offsets.json"
+        self._loaded: dict[MessageQueue, int] = {}
+        try:
+            data = json.loads(self.path.read_text())
+            for e in data.get("offsetTable", []):
+                self._loaded[MessageQueue(e["topic"], e["brokerName"], int(e["queueId"]))] = int(
+                    e["offset"]
+                )
+        except FileNotFoundError:
+            pass
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("ignoring unreadable offset file %s: %s", self.path, e)
+
+    def read_store(self, mq: MessageQueue) -> int:
+        """The offset saved in the file, or :data:`NOT_FOUND`."""
+        offset = self._loaded.get(mq, NOT_FOUND)
+        if offset >= 0:
+            self.update(mq, offset, increase_only=False)
+        return offset
+
+    def persist(self, mq: MessageQueue, oneway: bool = False) -> None:
+        self.persist_all(set(self.snapshot()))
+
+    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True) -> None:
+        """Saves every cached offset (of all queues ever assigned: broadcasting keeps them)."""
+        table = {**self._loaded, **self.snapshot()}
+        self._loaded = table
+        entries = [
+            {"topic": m.topic, "brokerName": m.broker_name, "queueId": m.queue_id, "offset": o}
+            for m, o in sorted(table.items())
+        ]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"offsetTable": entries}, indent=1))
+        os.replace(tmp, self.path)

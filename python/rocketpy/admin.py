@@ -1,0 +1,163 @@
+"""``Admin``: topic and cluster administration over the RocketMQ protocol (a small part of
+RocketMQ's ``mqadmin``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rocketpy._native import MessageExt, RemotingClient
+from rocketpy.client.instance import check
+from rocketpy.client.route import TopicRouteData
+from rocketpy.errors import ClientError, RemotingError
+from rocketpy.message import MessageQueue
+from rocketpy.protocol import RequestCode, ResponseCode
+from rocketpy.validate import check_topic
+
+#: Topic permissions (``PermName``).
+PERM_READ, PERM_WRITE = 4, 2
+
+
+class Admin:
+    """Administration client.
+
+    Args:
+        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        timeout_ms: per-request timeout.
+    """
+
+    def __init__(self, namesrv_addr: str, timeout_ms: int = 5000) -> None:
+        self._namesrv = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
+        if not self._namesrv:
+            raise ClientError("namesrv_addr is empty")
+        self._timeout = timeout_ms
+        self._client = RemotingClient()
+
+    def close(self) -> None:
+        """Closes the connections."""
+        self._client.shutdown()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _namesrv_call(self, code: int, fields: dict[str, str] | None = None) -> Any:
+        last: Exception | None = None
+        for addr in self._namesrv:
+            try:
+                return self._client.invoke(addr, code, fields or {}, None, self._timeout)
+            except RemotingError as e:
+                last = e
+        raise ClientError(f"no name server answered: {last}")
+
+    def cluster_info(self) -> dict[str, Any]:
+        """``{"brokerAddrTable": {name: BrokerData}, "clusterAddrTable": {cluster: [names]}}``."""
+        resp = self._namesrv_call(RequestCode.GET_BROKER_CLUSTER_INFO)
+        return dict(json.loads(check(resp, "namesrv").body))
+
+    def master_addrs(self, cluster: str | None = None) -> list[str]:
+        """Master addresses of every broker (of ``cluster`` when given)."""
+        info = self.cluster_info()
+        names = (
+            info["clusterAddrTable"].get(cluster, []) if cluster else list(info["brokerAddrTable"])
+        )
+        out = []
+        for name in names:
+            addr = info["brokerAddrTable"].get(name, {}).get("brokerAddrs", {}).get("0")
+            if addr:
+                out.append(addr)
+        return sorted(out)
+
+    def topic_list(self) -> list[str]:
+        """Every topic the name servers know."""
+        resp = self._namesrv_call(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        return sorted(json.loads(check(resp, "namesrv").body)["topicList"])
+
+    def topic_route(self, topic: str) -> TopicRouteData | None:
+        """The route of ``topic`` (None if it has none)."""
+        resp = self._namesrv_call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        return TopicRouteData.decode(check(resp, "namesrv").body)
+
+    def create_topic(
+        self,
+        topic: str,
+        queues: int = 8,
+        perm: int = PERM_READ | PERM_WRITE,
+        broker_addrs: list[str] | None = None,
+        order: bool = False,
+    ) -> None:
+        """Creates (or updates) ``topic`` with ``queues`` read and write queues on every master
+        (or on ``broker_addrs``)."""
+        check_topic(topic)
+        fields = {
+            "topic": topic,
+            "defaultTopic": "TBW102",
+            "readQueueNums": str(queues),
+            "writeQueueNums": str(queues),
+            "perm": str(perm),
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0",
+            "order": str(order).lower(),
+        }
+        targets = broker_addrs or self.master_addrs()
+        if not targets:
+            raise ClientError("no broker is registered with the name servers")
+        for addr in targets:
+            check(
+                self._client.invoke(
+                    addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, None, self._timeout
+                ),
+                addr,
+            )
+
+    def _broker_of(self, mq: MessageQueue) -> str:
+        route = self.topic_route(mq.topic)
+        for b in route.broker_datas if route else ():
+            if b.broker_name == mq.broker_name and b.master_addr():
+                return b.master_addr()  # type: ignore[return-value]
+        raise ClientError(f"no master for {mq}")
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        """One past the last offset of ``mq``."""
+        addr = self._broker_of(mq)
+        resp = self._client.invoke(
+            addr,
+            RequestCode.GET_MAX_OFFSET,
+            {"topic": mq.topic, "queueId": str(mq.queue_id)},
+            None,
+            self._timeout,
+        )
+        return int(check(resp, addr).field("offset", "-1") or -1)
+
+    def consumer_offset(self, group: str, mq: MessageQueue) -> int:
+        """The offset ``group`` committed for ``mq`` (-1 if none)."""
+        addr = self._broker_of(mq)
+        fields = {"consumerGroup": group, "topic": mq.topic, "queueId": str(mq.queue_id)}
+        resp = self._client.invoke(
+            addr, RequestCode.QUERY_CONSUMER_OFFSET, fields, None, self._timeout
+        )
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        return int(check(resp, addr).field("offset", "-1") or -1)
+
+    def query_message(
+        self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int = 2**62
+    ) -> list[MessageExt]:
+        """Messages of ``topic`` with id (UNIQ_KEY) or key ``key``, from every master."""
+        found: list[MessageExt] = []
+        fields = {
+            "topic": topic,
+            "key": key,
+            "maxNum": str(max_num),
+            "beginTimestamp": str(begin_ms),
+            "endTimestamp": str(end_ms),
+        }
+        for addr in self.master_addrs():
+            resp = self._client.invoke(addr, RequestCode.QUERY_MESSAGE, fields, None, self._timeout)
+            if resp.code == ResponseCode.SUCCESS:
+                found.extend(resp.decode_messages())
+        return found

@@ -1,0 +1,545 @@
+"""What push and lite-pull consumers share: subscriptions, queue assignment (rebalance or
+explicit), asynchronous pulls with long polling and flow control, and offset stores.
+
+Threads: the client instance's rebalance service calls :meth:`ConsumerBase.do_rebalance`;
+pull completions run on the native callback thread; delayed pulls run on this consumer's
+scheduler. Subclasses decide what happens to pulled messages (:meth:`_deliver`) and may veto
+queues (:meth:`_accept_queue`, orderly consumers lock them first).
+"""
+
+from __future__ import annotations
+
+import abc
+import datetime as dt
+import enum
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocketpy._native import MessageExt, RemotingResponse, java_string_hash
+from rocketpy.client.instance import ClientConfig, ClientInstance, check
+from rocketpy.client.scheduler import Scheduler
+from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
+from rocketpy.consumer.offset_store import (
+    UNKNOWN,
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteOffsetStore,
+    default_local_offset_dir,
+)
+from rocketpy.consumer.process_queue import ProcessQueue
+from rocketpy.errors import ClientError
+from rocketpy.message import MessageQueue
+from rocketpy.protocol import Property as P
+from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode, retry_topic
+from rocketpy.validate import check_group, check_topic
+
+log = logging.getLogger("rocketpy.consumer")
+
+
+class MessageModel(enum.Enum):
+    """How a group shares messages."""
+
+    #: Each message goes to one member; queues are shared among members; offsets on brokers.
+    CLUSTERING = "CLUSTERING"
+    #: Every member gets every message; offsets in a local file.
+    BROADCASTING = "BROADCASTING"
+
+
+class ConsumeFromWhere(enum.Enum):
+    """Where a group with no committed offset starts (the broker may still answer 0 for a
+    young queue whose first message is in memory, as RocketMQ does)."""
+
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    #: From the first message stored at or after ``consume_timestamp``.
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+@dataclass
+class Subscription:
+    """A topic and its tag expression (``*`` or ``TagA || TagB``)."""
+
+    topic: str
+    expression: str
+    tags: frozenset[str]
+    version: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+
+    @staticmethod
+    def parse(topic: str, expression: str | None) -> Subscription:
+        expr = (expression or "*").strip() or "*"
+        tags = (
+            frozenset()
+            if expr == "*"
+            else frozenset(t.strip() for t in expr.split("||") if t.strip())
+        )
+        return Subscription(topic, expr, tags)
+
+    def matches(self, msg: MessageExt) -> bool:
+        """Exact tag match (the broker filters by tag hash, which can collide)."""
+        return not self.tags or msg.tags in self.tags
+
+    def data(self) -> dict[str, Any]:
+        """``SubscriptionData`` JSON for heartbeats."""
+        tags = sorted(self.tags)
+        return {
+            "classFilterMode": False,
+            "topic": self.topic,
+            "subString": self.expression,
+            "tagsSet": tags,
+            "codeSet": [java_string_hash(t) for t in tags],
+            "subVersion": self.version,
+            "expressionType": "TAG",
+        }
+
+
+@dataclass
+class PullRequest:
+    """The pull state of one assigned queue."""
+
+    mq: MessageQueue
+    pq: ProcessQueue
+    next_offset: int
+
+
+def _millis(when: dt.datetime | int | float) -> int:
+    if isinstance(when, dt.datetime):
+        return int(when.timestamp() * 1000)
+    return int(when)
+
+
+class ConsumerBase(abc.ABC):
+    """Shared machinery of :class:`PushConsumer` and :class:`LitePullConsumer`."""
+
+    #: ConsumerData.consumeType announced in heartbeats.
+    consume_type = "CONSUME_PASSIVELY"
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "",
+        *,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: dt.datetime | int | None = None,
+        allocate_strategy: AllocateStrategy = allocate_averagely,
+        pull_batch_size: int = 32,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue_mib: int = 100,
+        offset_store_dir: str | Path | None = None,
+        instance_name: str | None = None,
+        client_config: ClientConfig | None = None,
+    ) -> None:
+        check_group(group)
+        self.group = group
+        self.message_model = message_model
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp = (
+            _millis(consume_timestamp)
+            if consume_timestamp is not None
+            else int(time.time() * 1000) - 30 * 60 * 1000
+        )
+        self.allocate_strategy = allocate_strategy
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue_mib * 1024 * 1024
+        self.offset_store_dir = (
+            Path(offset_store_dir) if offset_store_dir else default_local_offset_dir()
+        )
+        self._config = client_config or ClientConfig(namesrv_addr, instance_name=instance_name)
+        self._subscriptions: dict[str, Subscription] = {}
+        self._topic_queues: dict[str, list[MessageQueue]] = {}
+        self._table: dict[MessageQueue, PullRequest] = {}
+        self._lock = threading.RLock()
+        self._rebalance_lock = threading.Lock()
+        self._instance: ClientInstance | None = None
+        self._offsets: OffsetStore | None = None
+        self._scheduler: Scheduler | None = None
+        self._running = False
+
+    # -- configuration ------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Subscribes to ``topic``; ``expression`` is ``*`` or tags like ``TagA || TagB``."""
+        check_topic(topic)
+        with self._lock:
+            self._subscriptions[topic] = Subscription.parse(topic, expression)
+        if self._instance is not None:
+            self._instance.update_route(topic)
+            self._instance.send_heartbeat()
+            self._instance.rebalance_now()
+
+    def unsubscribe(self, topic: str) -> None:
+        """Stops consuming ``topic``."""
+        with self._lock:
+            self._subscriptions.pop(topic, None)
+        if self._instance is not None:
+            self._instance.rebalance_now()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def _start_base(self) -> None:
+        if self._running:
+            raise ClientError("consumer already started")
+        if self.message_model is MessageModel.CLUSTERING and self._subscriptions:
+            retry = retry_topic(self.group)
+            with self._lock:
+                self._subscriptions.setdefault(retry, Subscription.parse(retry, "*"))
+        inst = ClientInstance.acquire(self._config, self.group, "consumer")
+        self._instance = inst
+        if self.message_model is MessageModel.BROADCASTING:
+            self._offsets = LocalFileOffsetStore(self.offset_store_dir, inst.client_id, self.group)
+        else:
+            self._offsets = RemoteOffsetStore(inst, self.group)
+        self._scheduler = Scheduler(f"rocketpy-pull-{self.group}")
+        self._running = True
+        try:
+            inst.register_consumer(self)
+            for topic in self.subscribed_topics():
+                try:
+                    inst.update_route(topic)
+                except Exception as e:
+                    log.warning("route of %s not available yet: %s", topic, e)
+            inst.send_heartbeat()
+        except Exception:
+            self._running = False
+            self._scheduler.stop()
+            inst.release()
+            raise
+        inst.rebalance_now()
+
+    def _stop_pulling(self) -> dict[MessageQueue, PullRequest]:
+        """First half of a shutdown: no more pulls; returns the table (still intact)."""
+        self._running = False
+        if self._scheduler:
+            self._scheduler.stop()
+        with self._lock:
+            return dict(self._table)
+
+    def _leave(self, table: dict[MessageQueue, PullRequest]) -> None:
+        """Second half: drop the queues, commit offsets, leave the group."""
+        inst, offsets = self._instance, self._offsets
+        for pr in table.values():
+            pr.pq.dropped = True
+        for mq, pr in table.items():
+            self._on_queue_removed(mq, pr)
+        with self._lock:
+            self._table.clear()
+        if offsets is not None:
+            offsets.persist_all(set(table), oneway=False)
+        if inst is not None:
+            inst.unregister_consumer(self.group)
+            inst.release()
+        self._instance = None
+
+    # -- ClientInstance callbacks -------------------------------------------------------------
+
+    def subscribed_topics(self) -> set[str]:
+        """Topics consumed, the retry topic included."""
+        with self._lock:
+            return set(self._subscriptions)
+
+    def consumer_data(self) -> dict[str, Any]:
+        """This group's ConsumerData for heartbeats."""
+        with self._lock:
+            subs = [s.data() for s in self._subscriptions.values()]
+        return {
+            "groupName": self.group,
+            "consumeType": self.consume_type,
+            "messageModel": self.message_model.value,
+            "consumeFromWhere": self.consume_from_where.value,
+            "subscriptionDataSet": subs,
+            "unitMode": False,
+        }
+
+    def update_subscribe_queues(self, topic: str, queues: list[MessageQueue]) -> None:
+        """Takes the readable queues of a refreshed route."""
+        with self._lock:
+            self._topic_queues[topic] = sorted(queues)
+
+    def persist_offsets(self) -> None:
+        """Commits the offsets of the queues held."""
+        if self._offsets is not None and self._running:
+            with self._lock:
+                mqs = set(self._table)
+            self._offsets.persist_all(mqs)
+
+    def assigned_queues(self) -> list[MessageQueue]:
+        """The queues this member consumes now."""
+        with self._lock:
+            return sorted(self._table)
+
+    # -- rebalance ------------------------------------------------------------------------------
+
+    def do_rebalance(self) -> None:
+        """Recomputes this member's queues for every subscribed topic."""
+        if not self._running:
+            return
+        with self._rebalance_lock:
+            for topic in self.subscribed_topics():
+                try:
+                    self._rebalance_topic(topic)
+                except Exception as e:
+                    log.warning("rebalance of %s for group %s failed: %s", topic, self.group, e)
+
+    def _consumer_ids(self, topic: str) -> list[str]:
+        inst = self._instance
+        assert inst is not None
+        route = inst.route(topic)
+        for b in route.broker_datas if route else ():
+            addr = inst.broker_addr(b.broker_name)
+            if addr is None:
+                continue
+            try:
+                resp = inst.remoting.invoke(
+                    addr,
+                    RequestCode.GET_CONSUMER_LIST_BY_GROUP,
+                    {"consumerGroup": self.group},
+                    None,
+                    3000,
+                )
+                return sorted(json.loads(check(resp, addr).body).get("consumerIdList") or [])
+            except Exception as e:
+                log.debug("consumer list from %s failed: %s", addr, e)
+        return []
+
+    def _rebalance_topic(self, topic: str) -> None:
+        inst = self._instance
+        assert inst is not None
+        with self._lock:
+            mqs = list(self._topic_queues.get(topic, []))
+        if self.message_model is MessageModel.BROADCASTING:
+            mine = set(mqs)
+        else:
+            if not mqs:
+                return
+            cids = self._consumer_ids(topic)
+            if not cids:
+                log.debug("no consumer ids for group %s yet", self.group)
+                return
+            mine = set(self.allocate_strategy(self.group, inst.client_id, mqs, cids))
+        self._update_queues(topic, mine)
+
+    def _update_queues(self, topic: str, mine: set[MessageQueue]) -> None:
+        """Drops queues of `topic` not in `mine` and starts pulling the new ones."""
+        with self._lock:
+            current = {mq: pr for mq, pr in self._table.items() if mq.topic == topic}
+        for mq, pr in current.items():
+            if mq not in mine:
+                pr.pq.dropped = True
+                self._release_queue(mq, pr)
+        started = []
+        for mq in sorted(mine - set(current)):
+            if not self._accept_queue(mq):
+                continue
+            offset = self._compute_pull_from_where(mq)
+            if offset < 0:
+                log.warning("no start offset for %s; will retry at the next rebalance", mq)
+                continue
+            pr = PullRequest(mq, ProcessQueue(), offset)
+            self._prepare_queue(pr)
+            with self._lock:
+                self._table[mq] = pr
+            started.append(pr)
+            log.info("group %s now consumes %s from offset %d", self.group, mq, offset)
+        for pr in started:
+            self._pull(pr)
+
+    def _accept_queue(self, mq: MessageQueue) -> bool:
+        """Hook: whether to take a newly assigned queue (orderly consumers lock it first)."""
+        return True
+
+    def _prepare_queue(self, pr: PullRequest) -> None:  # noqa: B027 (optional hook)
+        """Hook: a queue is about to be pulled."""
+
+    def _on_queue_removed(self, mq: MessageQueue, pr: PullRequest) -> None:  # noqa: B027 (optional hook)
+        """Hook: a queue was given up (orderly consumers unlock it)."""
+
+    def _release_queue(self, mq: MessageQueue, pr: PullRequest) -> None:
+        assert self._offsets is not None
+        self._offsets.persist(mq)
+        self._offsets.remove(mq)
+        with self._lock:
+            self._table.pop(mq, None)
+        self._on_queue_removed(mq, pr)
+        log.info("group %s released %s", self.group, mq)
+
+    def _compute_pull_from_where(self, mq: MessageQueue) -> int:
+        assert self._offsets is not None
+        last = self._offsets.read_store(mq)
+        if last >= 0:
+            return last
+        if last == UNKNOWN:
+            return -1
+        if mq.topic.startswith("%RETRY%"):
+            return 0
+        if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return 0
+        if self.consume_from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            return self.search_offset(mq, self.consume_timestamp)
+        return self.max_offset(mq)
+
+    # -- queue queries -------------------------------------------------------------------------
+
+    def _queue_request(
+        self, mq: MessageQueue, code: int, extra: dict[str, str] | None = None
+    ) -> RemotingResponse:
+        inst = self._instance
+        if inst is None:
+            raise ClientError("consumer not started")
+        addr = inst.master_addr(mq.broker_name)
+        if addr is None:
+            inst.update_route(mq.topic)
+            addr = inst.master_addr(mq.broker_name)
+        if addr is None:
+            raise ClientError(f"broker {mq.broker_name} has no master address")
+        fields = {"topic": mq.topic, "queueId": str(mq.queue_id), **(extra or {})}
+        return check(inst.remoting.invoke(addr, code, fields, None, 3000), addr)
+
+    def max_offset(self, mq: MessageQueue) -> int:
+        """One past the last offset of ``mq``."""
+        return int(self._queue_request(mq, RequestCode.GET_MAX_OFFSET).field("offset", "-1") or -1)
+
+    def min_offset(self, mq: MessageQueue) -> int:
+        """The first readable offset of ``mq``."""
+        return int(self._queue_request(mq, RequestCode.GET_MIN_OFFSET).field("offset", "-1") or -1)
+
+    def search_offset(self, mq: MessageQueue, timestamp: dt.datetime | int) -> int:
+        """The first offset of ``mq`` stored at or after ``timestamp`` (ms or datetime)."""
+        resp = self._queue_request(
+            mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"timestamp": str(_millis(timestamp))}
+        )
+        return int(resp.field("offset", "-1") or -1)
+
+    # -- pulling --------------------------------------------------------------------------------
+
+    def _pull_later(self, pr: PullRequest, delay_s: float) -> None:
+        if self._running and self._scheduler is not None:
+            self._scheduler.call_later(delay_s, lambda: self._pull(pr))
+
+    def _can_pull(self, pr: PullRequest) -> float:
+        """Hook: 0 to pull now, else seconds to wait (flow control, locks, pauses)."""
+        pq = pr.pq
+        if pq.count > self.pull_threshold_for_queue or pq.size > self.pull_threshold_size_for_queue:
+            return 0.05
+        return 0.0
+
+    def _pull(self, pr: PullRequest) -> None:
+        if not self._running or pr.pq.dropped:
+            return
+        pr.pq.last_pull = time.monotonic()
+        wait = self._can_pull(pr)
+        if wait > 0:
+            self._pull_later(pr, wait)
+            return
+        with self._lock:
+            sub = self._subscriptions.get(pr.mq.topic)
+        inst, offsets = self._instance, self._offsets
+        if inst is None or offsets is None:
+            return
+        if sub is None:
+            sub = Subscription.parse(pr.mq.topic, "*")  # assigned queue of an unsubscribed topic
+        addr = inst.master_addr(pr.mq.broker_name)
+        if addr is None:
+            self._pull_later(pr, 3.0)
+            return
+        commit_offset = (
+            offsets.read_memory(pr.mq) if self.message_model is MessageModel.CLUSTERING else -1
+        )
+        sys_flag = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION
+        if commit_offset > 0:
+            sys_flag |= PullSysFlag.COMMIT_OFFSET
+        fields = {
+            "consumerGroup": self.group,
+            "topic": pr.mq.topic,
+            "queueId": str(pr.mq.queue_id),
+            "queueOffset": str(pr.next_offset),
+            "maxMsgNums": str(self.pull_batch_size),
+            "sysFlag": str(sys_flag),
+            "commitOffset": str(max(commit_offset, 0)),
+            "suspendTimeoutMillis": "15000",
+            "subscription": sub.expression,
+            "subVersion": str(sub.version),
+            "expressionType": "TAG",
+        }
+
+        def done(resp: RemotingResponse | None, err: BaseException | None) -> None:
+            try:
+                self._on_pull(pr, sub, resp, err)
+            except Exception:
+                log.exception("handling a pull of %s failed", pr.mq)
+                self._pull_later(pr, 3.0)
+
+        inst.remoting.invoke_async(addr, RequestCode.PULL_MESSAGE, fields, None, 30_000, done)
+
+    def _on_pull(
+        self,
+        pr: PullRequest,
+        sub: Subscription,
+        resp: RemotingResponse | None,
+        err: BaseException | None,
+    ) -> None:
+        if not self._running or pr.pq.dropped:
+            return
+        if resp is None:
+            log.warning("pull of %s failed: %s", pr.mq, err)
+            self._pull_later(pr, 3.0)
+            return
+        code = resp.code
+        next_offset = int(resp.field("nextBeginOffset", str(pr.next_offset)) or pr.next_offset)
+        if code == ResponseCode.SUCCESS:
+            msgs = [m for m in resp.decode_messages(pr.mq.broker_name) if sub.matches(m)]
+            pr.next_offset = next_offset
+            if msgs:
+                retry = retry_topic(self.group)
+                msgs = [
+                    m.replace(topic=m.get_property(P.RETRY_TOPIC))
+                    if m.topic == retry and m.get_property(P.RETRY_TOPIC)
+                    else m
+                    for m in msgs
+                ]
+                pr.pq.put(msgs)
+                self._deliver(pr, msgs)
+            else:
+                self._correct_offset(pr)
+            self._pull(pr)
+        elif code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
+            pr.next_offset = next_offset
+            self._correct_offset(pr)
+            self._pull(pr)
+        elif code == ResponseCode.PULL_OFFSET_MOVED:
+            log.warning(
+                "offset %d of %s is illegal; moving to %d", pr.next_offset, pr.mq, next_offset
+            )
+            pr.pq.dropped = True
+
+            def reset() -> None:
+                assert self._offsets is not None
+                self._offsets.update(pr.mq, next_offset, increase_only=False)
+                self._offsets.persist(pr.mq)
+                with self._lock:
+                    if self._table.get(pr.mq) is pr:
+                        del self._table[pr.mq]
+                if self._instance is not None:
+                    self._instance.rebalance_now()
+
+            if self._scheduler is not None:
+                self._scheduler.call_later(
+                    1.0, lambda: threading.Thread(target=reset, daemon=True).start()
+                )
+        else:
+            log.warning("pull of %s answered %s: %s", pr.mq, code, resp.remark)
+            self._pull_later(pr, 3.0)
+
+    def _correct_offset(self, pr: PullRequest) -> None:
+        """Nothing in flight: the consumed position is where the next pull starts."""
+        if pr.pq.count == 0 and self._offsets is not None:
+            self._offsets.update(pr.mq, pr.next_offset)
+
+    @abc.abstractmethod
+    def _deliver(self, pr: PullRequest, msgs: list[MessageExt]) -> None:
+        """Hands freshly pulled messages (already in ``pr.pq``) to consumption."""

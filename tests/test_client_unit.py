@@ -1,0 +1,82 @@
+"""Client algorithms that need no server: allocation strategies, the latency table, the hash
+selector's compatibility with Java."""
+
+from __future__ import annotations
+
+import pytest
+
+from rocketpy import (
+    Message,
+    MessageQueue,
+    allocate_averagely,
+    allocate_averagely_by_circle,
+    by_config,
+    by_machine_room,
+    consistent_hash,
+    select_by_hash,
+)
+from rocketpy.client.fault import not_available_ms
+
+MQS = [MessageQueue("T", f"broker-{b}", q) for b in "ab" for q in range(4)]
+CIDS = ["10.0.0.1@1", "10.0.0.2@1", "10.0.0.3@1"]
+
+
+@pytest.mark.parametrize(
+    "strategy", [allocate_averagely, allocate_averagely_by_circle, consistent_hash()]
+)
+def test_strategies_partition_the_queues(strategy):
+    shares = [strategy("g", cid, MQS, CIDS) for cid in CIDS]
+    flat = [mq for share in shares for mq in share]
+    assert sorted(flat) == sorted(MQS), "every queue exactly once"
+    assert strategy("g", "stranger", MQS, CIDS) == []
+
+
+def test_averagely_matches_rocketmq():
+    shares = [allocate_averagely("g", cid, MQS, CIDS) for cid in CIDS]
+    assert [len(s) for s in shares] == [3, 3, 2]
+    assert shares[0] == MQS[0:3] and shares[2] == MQS[6:8]
+    assert allocate_averagely_by_circle("g", CIDS[1], MQS, CIDS) == [MQS[1], MQS[4], MQS[7]]
+
+
+def test_consistent_hash_moves_few_queues():
+    big = [MessageQueue("T", "b", q) for q in range(64)]
+    cids = [f"c{i}" for i in range(4)]
+    before = {mq: cid for cid in cids for mq in consistent_hash()("g", cid, big, cids)}
+    after = {mq: cid for cid in cids[:3] for mq in consistent_hash()("g", cid, big, cids[:3])}
+    moved = sum(1 for mq in big if before[mq] != after[mq])
+    assert moved == sum(1 for mq in big if before[mq] == "c3"), "only the leaver's queues move"
+
+
+def test_by_config_and_machine_room():
+    assert by_config([MQS[2]])("g", CIDS[0], MQS, CIDS) == [MQS[2]]
+    rooms = [
+        MessageQueue("T", f"{room}@b{i}", q)
+        for room in ("east", "west")
+        for i in range(2)
+        for q in range(2)
+    ]
+    east = by_machine_room(["east"])
+    shares = [east("g", cid, rooms, CIDS[:2]) for cid in CIDS[:2]]
+    assert sorted(mq for s in shares for mq in s) == sorted(
+        mq for mq in rooms if mq.broker_name.startswith("east")
+    )
+
+
+def test_latency_table():
+    assert [not_available_ms(x) for x in (10, 60, 560, 1500, 2500, 3500, 20000)] == [
+        0,
+        0,
+        30000,
+        60000,
+        120000,
+        180000,
+        600000,
+    ]
+
+
+def test_select_by_hash_matches_java():
+    mqs = [MessageQueue("T", "b", q) for q in range(4)]
+    m = Message("T", b"x")
+    assert select_by_hash(mqs, m, "abc") == mqs[96354 % 4]  # "abc".hashCode() == 96354
+    assert select_by_hash(mqs, m, "polygenelubricants") == mqs[(2**31) % 4]  # Integer.MIN_VALUE
+    assert select_by_hash(mqs, m, -7) == mqs[3]  # Java: abs(-7 % 4) == 3

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: CommitLog file size of test servers (16 MiB).
+TEST_COMMIT_LOG_FILE = 16 * 1024 * 1024
+
 READY = re.compile(r"rocketpy dev ready: namesrv=(\S+) broker=(\S+) store=(\S+)")
 
 
@@ -21,6 +24,10 @@ class DevProcess:
 
     def __init__(self, store: Path, *extra: str) -> None:
         self.store = store
+        if not any("mapedFileSizeCommitLog" in e for e in extra):
+            # CommitLog files are preallocated: 1 GiB each (the default) per test server
+            # would fill small disks.
+            extra = ("--set", f"mapedFileSizeCommitLog={TEST_COMMIT_LOG_FILE}", *extra)
         self.extra = extra
         self.proc: subprocess.Popen[str] | None = None
         self.namesrv = ""

@@ -54,6 +54,7 @@ def test_namesrv_and_broker_with_conf_file(tmp_path):
             "defaultTopicQueueNums=2\n"
             "flushDiskType=SYNC_FLUSH\n"
             "autoCreateTopicEnable=true\n"
+            "mapedFileSizeCommitLog=16777216\n"
             "unknownKeyIsIgnored=1\n"
         )
         store = tmp_path / "store"

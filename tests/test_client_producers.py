@@ -184,6 +184,7 @@ def test_lite_pull_consumer(shared_dev):
         for i in range(20):
             p.send(Message(topic, f"q0-{i}"), queue=mq0)
             p.send(Message(topic, f"q1-{i}"), queue=mq1)
+        time.sleep(0.05)  # no message shares a millisecond with `mid`
         mid = int(time.time() * 1000)
         time.sleep(0.05)
         for i in range(20, 30):

@@ -10,6 +10,9 @@ from rocketpy import Message, StoreLockedError
 from rocketpy._native import InvalidArgumentError
 from rocketpy.store import MessageStore
 
+#: CommitLog file size where the test does not care (files are preallocated).
+SMALL = 4 * 1024 * 1024
+
 
 def test_put_get_offsets_and_zero_copy(tmp_path):
     with MessageStore(tmp_path, mapped_file_size_commit_log=64 * 1024) as store:
@@ -37,7 +40,9 @@ def test_put_get_offsets_and_zero_copy(tmp_path):
 
 
 def test_batch_query_view_and_time(tmp_path):
-    with MessageStore(tmp_path, flush_disk_type="SYNC_FLUSH") as store:
+    with MessageStore(
+        tmp_path, flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=SMALL
+    ) as store:
         before = int(time.time() * 1000) - 1
         batch = store.put_batch([Message("B", f"b{i}", keys=[f"k{i}", "all"]) for i in range(20)])
         assert [r.queue_offset for r in batch] == list(range(20))
@@ -58,7 +63,9 @@ def test_batch_query_view_and_time(tmp_path):
 
 
 def test_delay_level(tmp_path):
-    with MessageStore(tmp_path, message_delay_level="1s 2s") as store:
+    with MessageStore(
+        tmp_path, message_delay_level="1s 2s", mapped_file_size_commit_log=SMALL
+    ) as store:
         r = store.put("D", b"later", delay_level=1, queue_id=3)
         assert r.queue_id == -1, "waits in the schedule topic"
         assert store.max_offset("D", 3) == 0
@@ -71,9 +78,9 @@ def test_delay_level(tmp_path):
 
 
 def test_lock_bad_input_and_close(tmp_path):
-    store = MessageStore(tmp_path)
+    store = MessageStore(tmp_path, mapped_file_size_commit_log=SMALL)
     with pytest.raises(StoreLockedError):
-        MessageStore(tmp_path)
+        MessageStore(tmp_path, mapped_file_size_commit_log=SMALL)
     for topic in ["../x", "a/b", "", "x" * 200]:
         with pytest.raises(InvalidArgumentError):
             store.put(topic, b"x")
@@ -87,5 +94,5 @@ def test_lock_bad_input_and_close(tmp_path):
         store.put("T", b"late")
     with pytest.raises(Exception, match="unknown store setting"):
         MessageStore(tmp_path / "other", no_such_setting=1)
-    with MessageStore(tmp_path) as again:
+    with MessageStore(tmp_path, mapped_file_size_commit_log=SMALL) as again:
         assert again.max_offset("T", 0) == 1

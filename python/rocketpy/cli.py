@@ -1,4 +1,5 @@
-"""The ``rocketpy`` command: ``namesrv``, ``broker`` and ``dev`` (both in one process)."""
+"""The ``rocketpy`` command: ``namesrv``, ``broker``, ``dev`` (both in one process) and
+``bench`` (producer and consumer load generators)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from rocketpy import __version__
+from rocketpy import __version__, bench
 from rocketpy._native import Broker, NameServer, init_logging
 from rocketpy.errors import RocketpyError
 from rocketpy.server import DevServer, default_dev_store
@@ -122,6 +123,8 @@ def parser() -> argparse.ArgumentParser:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"
     )
     dev.set_defaults(func=cmd_dev)
+
+    bench.add_parser(sub)
     return p
 
 
@@ -130,13 +133,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     init_logging(args.log_level)
     try:
-        args.func(args)
+        code = args.func(args)
     except RocketpyError as e:
         print(f"rocketpy: {e}", file=sys.stderr)
         raise SystemExit(1) from e
     except OSError as e:
         print(f"rocketpy: {e}", file=sys.stderr)
         raise SystemExit(1) from e
+    if code:
+        raise SystemExit(code)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ use pyo3::prelude::*;
 
 type Job = Box<dyn FnOnce(Python<'_>) + Send>;
 
+/// Jobs run per GIL acquisition at most.
+const MAX_JOBS_PER_ATTACH: usize = 4096;
+
 static SENDER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
 
 fn sender() -> Sender<Job> {
@@ -20,7 +23,18 @@ fn sender() -> Sender<Job> {
             .name("rocketpy-callbacks".into())
             .spawn(move || {
                 while let Ok(job) = rx.recv() {
-                    Python::attach(job);
+                    // Taking the GIL can wait a whole switch interval while Python threads
+                    // run, so every job already queued runs under the same acquisition
+                    // (bounded, so other threads still get their turn).
+                    Python::attach(|py| {
+                        job(py);
+                        for _ in 0..MAX_JOBS_PER_ATTACH {
+                            match rx.try_recv() {
+                                Ok(job) => job(py),
+                                Err(_) => break,
+                            }
+                        }
+                    });
                 }
             })
             .expect("rocketpy: cannot start the callback thread");

@@ -2,7 +2,8 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::sync::OnceLock;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use pyo3::prelude::*;
@@ -23,7 +24,9 @@ pub struct MessageExt {
     flag: i32,
     body: Bytes,
     body_bytes: OnceLock<Py<PyBytes>>,
-    props: Vec<(String, String)>,
+    /// The properties string (`k\x01v\x02...`, valid UTF-8), shared with the record: parsed
+    /// on access, as most consumers read one or two properties at most.
+    props: Bytes,
     #[pyo3(get)]
     queue_id: i32,
     #[pyo3(get)]
@@ -34,12 +37,10 @@ pub struct MessageExt {
     sys_flag: i32,
     #[pyo3(get)]
     born_timestamp: i64,
-    #[pyo3(get)]
-    born_host: String,
+    born_host: SocketAddr,
     #[pyo3(get)]
     store_timestamp: i64,
-    #[pyo3(get)]
-    store_host: String,
+    store_host: SocketAddr,
     #[pyo3(get)]
     reconsume_times: i32,
     #[pyo3(get)]
@@ -48,10 +49,7 @@ pub struct MessageExt {
     store_size: i32,
     #[pyo3(get)]
     body_crc: i32,
-    #[pyo3(get)]
-    offset_msg_id: String,
-    #[pyo3(get)]
-    broker_name: Option<String>,
+    broker_name: Option<Arc<str>>,
 }
 
 /// Largest body a compressed message may inflate to (a zip bomb must not exhaust memory).
@@ -76,39 +74,32 @@ impl MessageExt {
     pub(crate) fn from_view(
         record: &Bytes,
         v: &RecordView<'_>,
-        broker_name: Option<&str>,
+        broker_name: Option<&Arc<str>>,
     ) -> PyResult<Self> {
         let body = if v.sys_flag & sys_flag::COMPRESSED != 0 {
             Bytes::from(inflate(v.body).map_err(CorruptDataError::new_err)?)
         } else {
             record.slice_ref(v.body)
         };
-        let props = v
-            .properties
-            .split(properties::PROPERTY_SEPARATOR)
-            .filter_map(|item| item.split_once(properties::NAME_VALUE_SEPARATOR))
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
         Ok(MessageExt {
             topic: v.topic.to_owned(),
             flag: v.flag,
             body,
             body_bytes: OnceLock::new(),
-            props,
+            props: record.slice_ref(v.properties.as_bytes()),
             queue_id: v.queue_id,
             queue_offset: v.queue_offset,
             commit_log_offset: v.physical_offset,
             sys_flag: v.sys_flag,
             born_timestamp: v.born_timestamp,
-            born_host: v.born_host.to_string(),
+            born_host: v.born_host,
             store_timestamp: v.store_timestamp,
-            store_host: v.store_host.to_string(),
+            store_host: v.store_host,
             reconsume_times: v.reconsume_times,
             prepared_transaction_offset: v.prepared_transaction_offset,
             store_size: v.total_size,
             body_crc: v.body_crc,
-            offset_msg_id: record::offset_msg_id(&v.store_host, v.physical_offset),
-            broker_name: broker_name.map(str::to_owned),
+            broker_name: broker_name.cloned(),
         })
     }
 
@@ -116,17 +107,30 @@ impl MessageExt {
     pub(crate) fn decode_all(data: &Bytes, broker_name: Option<&str>) -> PyResult<Vec<Self>> {
         let views =
             record::decode_all(data).map_err(|e| CorruptDataError::new_err(e.to_string()))?;
+        let broker_name = broker_name.map(Arc::<str>::from);
         views
             .iter()
-            .map(|v| Self::from_view(data, v, broker_name))
+            .map(|v| Self::from_view(data, v, broker_name.as_ref()))
             .collect()
     }
 
+    fn props_str(&self) -> &str {
+        // Checked at decode (RecordView holds a &str); re-checking is cheap and keeps this safe.
+        std::str::from_utf8(&self.props).unwrap_or_default()
+    }
+
+    fn prop_pairs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.props_str()
+            .split(properties::PROPERTY_SEPARATOR)
+            .filter_map(|item| item.split_once(properties::NAME_VALUE_SEPARATOR))
+    }
+
     fn prop(&self, name: &str) -> Option<&str> {
-        self.props
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.prop_pairs().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
+    fn offset_msg_id_string(&self) -> String {
+        record::offset_msg_id(&self.store_host, self.commit_log_offset)
     }
 }
 
@@ -139,6 +143,12 @@ impl MessageExt {
             .get_or_init(|| PyBytes::new(py, &self.body).unbind())
             .bind(py)
             .clone()
+    }
+
+    /// The body's length in bytes, without materialising it.
+    #[getter]
+    fn body_size(&self) -> usize {
+        self.body.len()
     }
 
     /// The body as a read-only `memoryview` of the stored record: no copy.
@@ -160,15 +170,42 @@ impl MessageExt {
 
     /// The message id: the producer's UNIQ_KEY when set, else the offset message id.
     #[getter]
-    fn msg_id(&self) -> &str {
-        self.prop(keys::UNIQ_KEY).unwrap_or(&self.offset_msg_id)
+    fn msg_id(&self) -> String {
+        match self.prop(keys::UNIQ_KEY) {
+            Some(id) => id.to_owned(),
+            None => self.offset_msg_id_string(),
+        }
+    }
+
+    /// The offset message id: store host and CommitLog offset, in hex.
+    #[getter]
+    fn offset_msg_id(&self) -> String {
+        self.offset_msg_id_string()
+    }
+
+    /// The address of the producer that sent it (`ip:port`).
+    #[getter]
+    fn born_host(&self) -> String {
+        self.born_host.to_string()
+    }
+
+    /// The address of the broker that stored it (`ip:port`).
+    #[getter]
+    fn store_host(&self) -> String {
+        self.store_host.to_string()
+    }
+
+    /// The broker it was pulled from, when known.
+    #[getter]
+    fn broker_name(&self) -> Option<&str> {
+        self.broker_name.as_deref()
     }
 
     /// All properties as a new dict.
     #[getter]
     fn properties<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (k, v) in &self.props {
+        for (k, v) in self.prop_pairs() {
             d.set_item(k, v)?;
         }
         Ok(d)
@@ -190,9 +227,6 @@ impl MessageExt {
             body: self.body.clone(),
             body_bytes: OnceLock::new(),
             props: self.props.clone(),
-            offset_msg_id: self.offset_msg_id.clone(),
-            born_host: self.born_host.clone(),
-            store_host: self.store_host.clone(),
             broker_name: self.broker_name.clone(),
             ..*self
         }

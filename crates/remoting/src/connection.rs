@@ -1,9 +1,17 @@
 //! One TCP connection, used the same way by servers and clients: a reader task that decodes
 //! frames and either completes a pending request (responses) or hands the frame to a
-//! [`RequestHandler`] (requests), and a writer task that owns the socket's write half.
+//! [`RequestHandler`] (requests), and a writer task that drains a queue of frames.
+//!
+//! Sending: when nothing is queued and nobody is writing, the sender writes the frame to the
+//! socket itself without blocking (`try_write`), saving a task wake-up per request and per
+//! answer; otherwise, or for what the socket did not take, the frame goes through the queue.
 //!
 //! Invariants: a pending request is removed from the table exactly once (by its response,
-//! its timeout, or the connection closing); once closed, a connection never sends again.
+//! its timeout, or the connection closing); once closed, a connection never sends again;
+//! frames are never interleaved, and a frame queued (or partly written) before another one
+//! is sent is written before it: `queued` counts frames not yet fully written by the writer
+//! task (decremented under the writer lock), and a direct write happens only when it is 0
+//! and the leftover of an earlier partial direct write is empty.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -68,6 +76,8 @@ pub struct Connection {
     id: u64,
     peer: SocketAddr,
     tx: mpsc::Sender<Bytes>,
+    writer: tokio::sync::Mutex<Writer>,
+    queued: std::sync::atomic::AtomicUsize,
     pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
     closed: AtomicBool,
     closed_signal: watch::Sender<bool>,
@@ -97,17 +107,23 @@ impl Connection {
         let _ = stream.set_nodelay(true);
         let (read, write) = stream.into_split();
         let (tx, rx) = mpsc::channel(config.write_queue.max(1));
+        let writer = Writer {
+            out: BufWriter::with_capacity(64 * 1024, write),
+            leftover: Bytes::new(),
+        };
         let conn = Arc::new(Connection {
             id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
             peer,
             tx,
+            writer: tokio::sync::Mutex::new(writer),
+            queued: std::sync::atomic::AtomicUsize::new(0),
             pending: Mutex::new(HashMap::new()),
             closed: AtomicBool::new(false),
             closed_signal: watch::Sender::new(false),
             draining: watch::Sender::new(false),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         });
-        tokio::spawn(write_loop(conn.clone(), write, rx));
+        tokio::spawn(write_loop(conn.clone(), rx));
         tokio::spawn(read_loop(conn.clone(), read, handler, config));
         Ok(conn)
     }
@@ -147,15 +163,61 @@ impl Connection {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues an encoded frame for writing.
+    /// Writes an encoded frame, or queues it for the writer task.
     pub async fn send_frame(&self, frame: Bytes) -> Result<()> {
         if self.is_closed() {
             return Err(RemotingError::ConnectionClosed(self.peer.to_string()));
         }
-        self.tx
-            .send(frame)
-            .await
-            .map_err(|_| RemotingError::ConnectionClosed(self.peer.to_string()))
+        let frame = match self.try_write_direct(frame) {
+            Direct::Done => return Ok(()),
+            Direct::Failed => {
+                self.close();
+                return Err(RemotingError::ConnectionClosed(self.peer.to_string()));
+            }
+            Direct::Queue(frame) => frame,
+        };
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.tx.send(frame).await.map_err(|_| {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            RemotingError::ConnectionClosed(self.peer.to_string())
+        })
+    }
+
+    /// Writes `frame` from the caller when the socket is free (see the module docs); never
+    /// waits, so it is safe to cancel the caller at any point.
+    fn try_write_direct(&self, frame: Bytes) -> Direct {
+        if self.queued.load(Ordering::Acquire) != 0 {
+            return Direct::Queue(frame);
+        }
+        let Ok(mut w) = self.writer.try_lock() else {
+            return Direct::Queue(frame);
+        };
+        if self.queued.load(Ordering::Acquire) != 0
+            || !w.leftover.is_empty()
+            || !w.out.buffer().is_empty()
+        {
+            return Direct::Queue(frame);
+        }
+        let mut written = 0;
+        while written < frame.len() {
+            match w.out.get_ref().try_write(&frame[written..]) {
+                Ok(0) => return Direct::Failed,
+                Ok(n) => written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return Direct::Failed,
+            }
+        }
+        if written < frame.len() {
+            // The socket is full: the writer task finishes this frame before any other.
+            w.leftover = frame.slice(written..);
+            self.queued.fetch_add(1, Ordering::AcqRel);
+            if self.tx.try_send(Bytes::new()).is_err() {
+                // The queue is full, so the writer task has work and will see the leftover.
+                self.queued.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        Direct::Done
     }
 
     /// Sends a command without waiting for an answer.
@@ -211,8 +273,19 @@ impl Connection {
     }
 }
 
-async fn write_loop(conn: Arc<Connection>, write: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>) {
-    let mut out = BufWriter::with_capacity(64 * 1024, write);
+/// The socket's write half and what a direct write could not finish.
+struct Writer {
+    out: BufWriter<OwnedWriteHalf>,
+    leftover: Bytes,
+}
+
+enum Direct {
+    Done,
+    Failed,
+    Queue(Bytes),
+}
+
+async fn write_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Bytes>) {
     let mut closed = conn.closed_signal.subscribe();
     loop {
         let frame = tokio::select! {
@@ -220,22 +293,26 @@ async fn write_loop(conn: Arc<Connection>, write: OwnedWriteHalf, mut rx: mpsc::
             _ = closed.wait_for(|c| *c) => None,
         };
         let Some(frame) = frame else { break };
-        if out.write_all(&frame).await.is_err() {
-            break;
-        }
+        let mut w = conn.writer.lock().await;
+        let leftover = std::mem::take(&mut w.leftover);
+        let mut taken = 1;
+        let mut ok =
+            w.out.write_all(&leftover).await.is_ok() && w.out.write_all(&frame).await.is_ok();
         // Batch whatever is already queued into the same flush.
-        let mut failed = false;
-        while let Ok(more) = rx.try_recv() {
-            if out.write_all(&more).await.is_err() {
-                failed = true;
-                break;
-            }
+        while ok {
+            let Ok(more) = rx.try_recv() else { break };
+            taken += 1;
+            ok = w.out.write_all(&more).await.is_ok();
         }
-        if failed || out.flush().await.is_err() || conn.is_closed() {
+        ok = ok && w.out.flush().await.is_ok();
+        // Under the lock: a direct write may start only after these frames are out.
+        conn.queued.fetch_sub(taken, Ordering::AcqRel);
+        drop(w);
+        if !ok || conn.is_closed() {
             break;
         }
     }
-    let _ = out.shutdown().await;
+    let _ = conn.writer.lock().await.out.shutdown().await;
     conn.close();
 }
 

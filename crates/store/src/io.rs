@@ -292,3 +292,14 @@ impl Storage for FsStorage {
         Ok((st.f_blocks as u64 * frsize, st.f_bavail as u64 * frsize))
     }
 }
+
+/// Lowers the calling thread's CPU priority (nice 10), for background work that must not
+/// delay request handling on a busy machine. Best effort: a failure changes nothing else.
+pub fn lower_thread_priority() {
+    // SAFETY: plain syscalls on the calling thread's own id; on Linux a thread id given to
+    // setpriority(PRIO_PROCESS) selects that thread only.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}

@@ -224,19 +224,35 @@ impl MessageStore {
     }
 
     fn start_threads(self: &Arc<Self>) -> Result<()> {
-        let loops: [(&str, Step); 4] = [
-            ("rocketpy-store-flush", MessageStore::flush_step),
-            ("rocketpy-store-index", MessageStore::index_step),
-            ("rocketpy-store-schedule", MessageStore::schedule_step),
-            ("rocketpy-store-clean", MessageStore::clean_step),
+        // Background loops yield the CPU to puts and reads (the flush loop only under
+        // ASYNC_FLUSH: under SYNC_FLUSH writers wait for it).
+        let async_flush = self.config.flush_disk_type != FlushDiskType::SyncFlush;
+        let loops: [(&str, Step, bool); 4] = [
+            (
+                "rocketpy-store-flush",
+                MessageStore::flush_step,
+                async_flush,
+            ),
+            ("rocketpy-store-index", MessageStore::index_step, true),
+            (
+                "rocketpy-store-schedule",
+                MessageStore::schedule_step,
+                false,
+            ),
+            ("rocketpy-store-clean", MessageStore::clean_step, true),
         ];
         let mut threads = self.threads.lock();
-        for (name, step) in loops {
+        for (name, step, background) in loops {
             let weak = Arc::downgrade(self);
             let stop = self.stop.clone();
             let handle = std::thread::Builder::new()
                 .name(name.into())
-                .spawn(move || run_loop(weak, stop, step))
+                .spawn(move || {
+                    if background {
+                        crate::io::lower_thread_priority();
+                    }
+                    run_loop(weak, stop, step)
+                })
                 .map_err(|e| StoreError::io(&self.root, e))?;
             threads.push(handle);
         }

@@ -37,7 +37,10 @@ impl Prefaulter {
         let worker = shared.clone();
         std::thread::Builder::new()
             .name("rocketpy-prefault".into())
-            .spawn(move || run(worker))
+            .spawn(move || {
+                crate::io::lower_thread_priority();
+                run(worker)
+            })
             .map_err(|e| tracing::warn!(error = %e, "prefault thread not started"))
             .ok()?;
         Some(Prefaulter { shared })

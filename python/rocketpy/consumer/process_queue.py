@@ -42,7 +42,7 @@ class ProcessQueue:
                 off = m.queue_offset
                 if off not in self._msgs and off not in self._consuming:
                     self._msgs[off] = m
-                    self._size += len(m.body)
+                    self._size += m.body_size
                     self.max_offset = max(self.max_offset, off)
 
     def remove(self, msgs: Iterable[MessageExt]) -> int:
@@ -54,7 +54,7 @@ class ProcessQueue:
             for m in msgs:
                 held = self._msgs.pop(m.queue_offset, None)
                 if held is not None:
-                    self._size -= len(held.body)
+                    self._size -= held.body_size
             self.last_consume = time.monotonic()
             if self._msgs:
                 return next(iter(self._msgs))
@@ -79,7 +79,7 @@ class ProcessQueue:
             if not self._consuming:
                 return -1
             offset = max(self._consuming) + 1
-            self._size -= sum(len(m.body) for m in self._consuming.values())
+            self._size -= sum(m.body_size for m in self._consuming.values())
             self._consuming.clear()
             return offset
 

@@ -1,3 +1,4 @@
 //! Transport tests: a real server and client on loopback.
 
 mod transport;
+mod write_order;

@@ -1,0 +1,55 @@
+"""The reporting loop shared by the producer and consumer benchmarks."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+from rocketpy.bench.stats import Report, Stats
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def report_until(
+    stats: Stats,
+    label: str,
+    interval_s: float,
+    finished: Callable[[], bool],
+    duration_s: float | None,
+) -> Report:
+    """Prints one line per interval until ``finished()``, the duration passes, or Ctrl-C;
+    then the last partial interval and the total. Returns the total."""
+    deadline = stats.started + duration_s if duration_s else float("inf")
+    next_tick = stats.started + interval_s
+    try:
+        while True:
+            now = time.monotonic()
+            if now >= next_tick:
+                report = stats.interval()
+                _say(report.line(f"{label} {now - stats.started:7.1f}s"))
+                next_tick += interval_s * max(1, int((now - next_tick) / interval_s) + 1)
+            if finished() or now >= deadline:
+                break
+            time.sleep(min(0.02, max(0.0, min(next_tick, deadline) - now)))
+    except KeyboardInterrupt:
+        _say(f"{label}: interrupted")
+    last = stats.interval()
+    if last.messages or last.failures:
+        _say(last.line(f"{label} {time.monotonic() - stats.started:7.1f}s"))
+    total = stats.total()
+    _say(total.line(f"{label}   total"))
+    for error in stats.errors:
+        _say(f"{label} error: {error}")
+    return total
+
+
+def print_json(mode: str, total: Report, stats: Stats, settings: dict[str, object]) -> None:
+    """One JSON line with the totals, for scripts."""
+    _say(
+        json.dumps(
+            {"mode": mode, "settings": settings, "total": total.as_dict(), "errors": stats.errors}
+        )
+    )

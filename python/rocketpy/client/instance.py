@@ -242,14 +242,20 @@ class ClientInstance:
         """Sends to the current name server, failing over to the others in turn."""
         timeout = timeout_ms or self.config.request_timeout_ms
         last: Exception | None = None
-        for _ in range(len(self._namesrv)):
-            addr = self._namesrv[self._namesrv_index % len(self._namesrv)]
+        # Each call walks every name server once from the current one, whatever other
+        # threads do meanwhile; the one that answers becomes the current one.
+        start, count = self._namesrv_index, len(self._namesrv)
+        for k in range(count):
+            i = (start + k) % count
+            addr = self._namesrv[i]
             try:
-                return self.remoting.invoke(addr, code, fields, None, timeout)
+                resp = self.remoting.invoke(addr, code, fields, None, timeout)
             except RemotingError as e:
                 last = e
                 log.debug("name server %s failed (%s); trying the next", addr, e)
-                self._namesrv_index += 1
+                continue
+            self._namesrv_index = i
+            return resp
         raise ClientError(f"no name server answered (tried {self._namesrv}): {last}")
 
     def fetch_route(self, topic: str) -> TopicRouteData | None:

@@ -12,9 +12,12 @@ export PATH := $(abspath $(BIN)):$(PATH)
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.tools: pyproject.toml | $(BIN)/activate
+$(VENV)/.tools: pyproject.toml spark/pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --group dev
+	# The Spark data source (spark/) with pyspark, pyarrow and pandas. "compat" puts spark/
+	# itself on the path, where Spark's lookup of pyspark_* data sources finds it.
+	$(BIN)/python -m pip install --quiet -e ./spark --config-settings editable_mode=compat
 	touch $@
 
 # Builds the Rust extension in release mode and installs rocketpy into the venv (editable).

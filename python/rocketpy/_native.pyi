@@ -4,6 +4,8 @@ Kept in step with the Rust by ``tests/test_native_stub.py``.
 """
 
 from collections.abc import Callable, Mapping
+from os import PathLike
+from typing import Any
 
 __version__: str
 
@@ -15,6 +17,7 @@ class StoreError(RocketpyError): ...
 class StoreLockedError(StoreError): ...
 class CorruptDataError(StoreError): ...
 class ConfigError(RocketpyError): ...
+class DataLossError(RocketpyError): ...
 
 class RemotingResponse:
     """A response (or a request a server sent to the client)."""
@@ -69,6 +72,20 @@ class RemotingClient:
         callback: Callable[[RemotingResponse | None, BaseException | None], None],
         binary: bool = False,
     ) -> None: ...
+    def pull_columns(
+        self,
+        addr: str,
+        group: str,
+        topic: str,
+        queue_id: int,
+        start: int,
+        end: int,
+        broker_name: str,
+        subscription: str = "*",
+        timeout_ms: int = 10000,
+        concurrency: int = 16,
+        fail_on_data_loss: bool = True,
+    ) -> tuple[dict[str, Any], int]: ...
     def close_connection(self, addr: str) -> None: ...
     def shutdown(self) -> None: ...
 
@@ -174,6 +191,24 @@ class BytesView:
 
     def __len__(self) -> int: ...
     def __buffer__(self, flags: int, /) -> memoryview: ...
+
+class StoreReader:
+    """A store directory opened read-only: no lock, no recovery, nothing written."""
+
+    def __init__(self, path: str | PathLike[str]) -> None: ...
+    def topics(self) -> list[str]: ...
+    def queue_ids(self, topic: str) -> list[int]: ...
+    def offsets(self, topic: str, queue_id: int) -> tuple[int, int]: ...
+    def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int: ...
+    def read_columns(
+        self,
+        topic: str,
+        queue_id: int,
+        start: int,
+        end: int,
+        broker_name: str,
+        subscription: str = "*",
+    ) -> tuple[dict[str, Any], int]: ...
 
 class EmbeddedStore:
     """The Rust message store, in-process (wrapped by ``rocketpy.store.MessageStore``)."""

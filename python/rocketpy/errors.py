@@ -4,6 +4,7 @@
   - ``RemotingError`` (``RemotingTimeoutError``, ``RemotingConnectError``): the network.
   - ``StoreError`` (``StoreLockedError``, ``CorruptDataError``): the message store.
   - ``ConfigError``: invalid settings.
+  - ``DataLossError``: messages asked for were deleted by retention.
   - ``ClientError``: the client refused or could not complete an operation.
   - ``BrokerResponseError``: a broker or name server answered with an error code.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from rocketpy._native import (
     ConfigError,
     CorruptDataError,
+    DataLossError,
     RemotingConnectError,
     RemotingError,
     RemotingTimeoutError,
@@ -26,6 +28,7 @@ __all__ = [
     "ClientError",
     "ConfigError",
     "CorruptDataError",
+    "DataLossError",
     "RemotingConnectError",
     "RemotingError",
     "RemotingTimeoutError",

@@ -236,6 +236,46 @@ impl RemotingClient {
         );
     }
 
+    /// Reads offsets `[start, end)` of one queue from the broker at `addr` as column buffers
+    /// (for the Spark reader), with up to `concurrency` pulls in flight; returns
+    /// `(columns, next_offset)`. Lost offsets (retention) raise `DataLossError`, or are
+    /// skipped when `fail_on_data_loss` is false.
+    #[pyo3(signature = (addr, group, topic, queue_id, start, end, broker_name, subscription="*", timeout_ms=10000, concurrency=16, fail_on_data_loss=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn pull_columns<'py>(
+        &self,
+        py: Python<'py>,
+        addr: &str,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        start: i64,
+        end: i64,
+        broker_name: &str,
+        subscription: &str,
+        timeout_ms: u64,
+        concurrency: usize,
+        fail_on_data_loss: bool,
+    ) -> PyResult<(Bound<'py, pyo3::types::PyDict>, i64)> {
+        let spec = crate::columns::PullSpec {
+            addr: addr.to_owned(),
+            group: group.to_owned(),
+            topic: topic.to_owned(),
+            queue_id,
+            subscription: subscription.to_owned(),
+            timeout: Duration::from_millis(timeout_ms),
+        };
+        crate::columns::pull_columns(
+            py,
+            &self.inner,
+            spec,
+            (start, end),
+            broker_name,
+            concurrency,
+            fail_on_data_loss,
+        )
+    }
+
     /// Closes the connection to `addr` (the next request reconnects).
     fn close_connection(&self, addr: &str) {
         self.inner.close_connection(addr);

@@ -53,6 +53,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    DataLossError,
+    RocketpyError,
+    "Messages asked for are no longer stored (retention moved past their offsets)."
+);
+create_exception!(
+    _native,
     ConfigError,
     RocketpyError,
     "Invalid configuration."
@@ -114,6 +120,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
     m.add("CorruptDataError", py.get_type::<CorruptDataError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("DataLossError", py.get_type::<DataLossError>())?;
     m.add(
         "InvalidArgumentError",
         py.get_type::<InvalidArgumentError>(),

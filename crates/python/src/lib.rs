@@ -4,6 +4,7 @@
 mod buffer;
 mod callbacks;
 mod client;
+mod columns;
 mod errors;
 mod json;
 mod logging;
@@ -25,6 +26,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::NameServer>()?;
     m.add_class::<server::Broker>()?;
     m.add_class::<store::EmbeddedStore>()?;
+    m.add_class::<columns::StoreReader>()?;
     m.add_function(wrap_pyfunction!(message::decode_messages, m)?)?;
     m.add_function(wrap_pyfunction!(message::encode_properties, m)?)?;
     m.add_function(wrap_pyfunction!(message::decode_properties, m)?)?;

@@ -1,7 +1,6 @@
 //! `MessageExt`: a message decoded from CommitLog records (a PULL_MESSAGE body).
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
@@ -52,23 +51,6 @@ pub struct MessageExt {
     broker_name: Option<Arc<str>>,
 }
 
-/// Largest body a compressed message may inflate to (a zip bomb must not exhaust memory).
-const MAX_INFLATED: u64 = 64 * 1024 * 1024;
-
-fn inflate(body: &[u8]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(body.len() * 4);
-    flate2::read::ZlibDecoder::new(body)
-        .take(MAX_INFLATED + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("compressed body does not inflate: {e}"))?;
-    if out.len() as u64 > MAX_INFLATED {
-        return Err(format!(
-            "compressed body inflates past {MAX_INFLATED} bytes"
-        ));
-    }
-    Ok(out)
-}
-
 impl MessageExt {
     /// The message of `view`, a record inside `record` (whose memory the body shares).
     pub(crate) fn from_view(
@@ -77,7 +59,9 @@ impl MessageExt {
         broker_name: Option<&Arc<str>>,
     ) -> PyResult<Self> {
         let body = if v.sys_flag & sys_flag::COMPRESSED != 0 {
-            Bytes::from(inflate(v.body).map_err(CorruptDataError::new_err)?)
+            Bytes::from(
+                rocketpy_store::columnar::inflate(v.body).map_err(CorruptDataError::new_err)?,
+            )
         } else {
             record.slice_ref(v.body)
         };

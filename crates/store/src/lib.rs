@@ -6,6 +6,7 @@
 
 pub mod checkpoint;
 pub mod cleanup;
+pub mod columnar;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
@@ -22,6 +23,7 @@ pub mod mapped_file_queue;
 pub mod message_store;
 mod prefault;
 pub mod properties;
+pub mod reader;
 pub mod record;
 pub mod schedule;
 pub mod sim;

@@ -1,0 +1,300 @@
+//! Messages as Arrow-layout column buffers for the Spark reader: from a store directory
+//! (`StoreReader`) or from a broker (`RemotingClient.pull_columns`). Python assembles the
+//! buffers into a `pyarrow.RecordBatch` without a Python object per message.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use rocketpy_remoting::code::{request, response};
+use rocketpy_remoting::{RemotingClient as NativeClient, RemotingCommand};
+use rocketpy_store::columnar::{ColumnBatch, TagFilter, VarColumn};
+use rocketpy_store::reader::StoreReader as NativeReader;
+
+use crate::buffer::BytesView;
+use crate::errors::{self, DataLossError};
+use crate::runtime::{runtime, wait};
+
+fn le_bytes<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    values: &[T],
+    to: impl Fn(T) -> [u8; N],
+) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(values.len() * N);
+    for v in values {
+        out.extend_from_slice(&to(*v));
+    }
+    PyBytes::new(py, &out)
+}
+
+/// A variable-size column as `(validity or None, offsets, data)`; the data (most of the
+/// bytes) is handed over without a copy, as a memoryview of the Rust buffer.
+fn var<'py>(py: Python<'py>, c: VarColumn) -> PyResult<Bound<'py, PyTuple>> {
+    let validity = match c.validity {
+        Some(bits) => PyBytes::new(py, &bits).into_any(),
+        None => py.None().into_bound(py),
+    };
+    PyTuple::new(
+        py,
+        [
+            validity,
+            le_bytes(py, &c.offsets, i32::to_le_bytes).into_any(),
+            BytesView::memoryview(py, Bytes::from(c.data))?.into_any(),
+        ],
+    )
+}
+
+/// The batch as `{"rows": n, column: buffers...}` (see `pyspark_rocketmq.arrow`).
+pub fn to_py(py: Python<'_>, b: ColumnBatch) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("rows", b.rows())?;
+    d.set_item("queueId", le_bytes(py, &b.queue_id, i32::to_le_bytes))?;
+    d.set_item(
+        "queueOffset",
+        le_bytes(py, &b.queue_offset, i64::to_le_bytes),
+    )?;
+    d.set_item(
+        "bornTimestamp",
+        le_bytes(py, &b.born_timestamp, i64::to_le_bytes),
+    )?;
+    d.set_item(
+        "storeTimestamp",
+        le_bytes(py, &b.store_timestamp, i64::to_le_bytes),
+    )?;
+    d.set_item(
+        "reconsumeTimes",
+        le_bytes(py, &b.reconsume_times, i32::to_le_bytes),
+    )?;
+    d.set_item(
+        "properties",
+        (
+            le_bytes(py, &b.property_offsets, i32::to_le_bytes),
+            var(py, b.property_keys)?,
+            var(py, b.property_values)?,
+        ),
+    )?;
+    d.set_item("topic", var(py, b.topic)?)?;
+    d.set_item("brokerName", var(py, b.broker_name)?)?;
+    d.set_item("msgId", var(py, b.msg_id)?)?;
+    d.set_item("tags", var(py, b.tags)?)?;
+    d.set_item("keys", var(py, b.keys)?)?;
+    d.set_item("body", var(py, b.body)?)?;
+    Ok(d)
+}
+
+/// A store directory opened read-only: no lock, no recovery, nothing written.
+#[pyclass(module = "rocketpy._native", frozen)]
+pub struct StoreReader {
+    inner: NativeReader,
+}
+
+#[pymethods]
+impl StoreReader {
+    #[new]
+    fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
+        let inner = py
+            .detach(|| NativeReader::open(&path))
+            .map_err(errors::store)?;
+        Ok(StoreReader { inner })
+    }
+
+    /// Topics that have a consume queue.
+    fn topics(&self) -> PyResult<Vec<String>> {
+        self.inner.topics().map_err(errors::store)
+    }
+
+    /// Queue ids of `topic`.
+    fn queue_ids(&self, topic: &str) -> PyResult<Vec<i32>> {
+        self.inner.queue_ids(topic).map_err(errors::store)
+    }
+
+    /// `(min, max)`: the first and one-past-last readable offsets of a queue.
+    fn offsets(&self, topic: &str, queue_id: i32) -> PyResult<(i64, i64)> {
+        self.inner.offsets(topic, queue_id).map_err(errors::store)
+    }
+
+    /// The first offset stored at or after `timestamp_ms` (the max offset if none).
+    fn offset_by_time(&self, topic: &str, queue_id: i32, timestamp_ms: i64) -> PyResult<i64> {
+        self.inner
+            .offset_by_time(topic, queue_id, timestamp_ms)
+            .map_err(errors::store)
+    }
+
+    /// Reads offsets `[start, end)` into column buffers; returns `(columns, next_offset)`
+    /// (`next_offset < end` when the batch filled up first).
+    #[pyo3(signature = (topic, queue_id, start, end, broker_name, subscription="*"))]
+    #[allow(clippy::too_many_arguments)] // the Python signature
+    fn read_columns<'py>(
+        &self,
+        py: Python<'py>,
+        topic: &str,
+        queue_id: i32,
+        start: i64,
+        end: i64,
+        broker_name: &str,
+        subscription: &str,
+    ) -> PyResult<(Bound<'py, PyDict>, i64)> {
+        let filter = TagFilter::parse(subscription);
+        let (batch, next) = py
+            .detach(|| {
+                let mut batch = ColumnBatch::new();
+                let next = self.inner.read_into(
+                    topic,
+                    queue_id,
+                    start..end,
+                    broker_name,
+                    &filter,
+                    &mut batch,
+                )?;
+                Ok((batch, next))
+            })
+            .map_err(errors::store)?;
+        Ok((to_py(py, batch)?, next))
+    }
+}
+
+/// What one window of pulls returned.
+enum Window {
+    Bodies(Vec<Bytes>),
+    /// The broker answered PULL_OFFSET_MOVED: offsets from `at` are gone; `next` is its hint.
+    Moved {
+        at: i64,
+        next: i64,
+    },
+}
+
+/// Fixed parts of the pulls of one queue range.
+pub struct PullSpec {
+    pub addr: String,
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+    pub subscription: String,
+    pub timeout: Duration,
+}
+
+const PULL_BATCH: i64 = 32;
+/// PullSysFlag.FLAG_SUBSCRIPTION: the request carries its subscription (no consumer needed).
+const SYS_FLAG_SUBSCRIPTION: i32 = 0x4;
+
+async fn pull_window(
+    client: NativeClient,
+    spec: std::sync::Arc<PullSpec>,
+    mut at: i64,
+    end: i64,
+) -> Result<Window, String> {
+    let mut bodies = Vec::new();
+    while at < end {
+        let req = RemotingCommand::request(request::PULL_MESSAGE)
+            .with_field("consumerGroup", &spec.group)
+            .with_field("topic", &spec.topic)
+            .with_field("queueId", spec.queue_id)
+            .with_field("queueOffset", at)
+            .with_field("maxMsgNums", (end - at).min(PULL_BATCH))
+            .with_field("sysFlag", SYS_FLAG_SUBSCRIPTION)
+            .with_field("commitOffset", 0)
+            .with_field("suspendTimeoutMillis", 0)
+            .with_field("subscription", &spec.subscription)
+            .with_field("subVersion", 0)
+            .with_field("expressionType", "TAG");
+        let resp = client
+            .invoke(&spec.addr, req, spec.timeout)
+            .await
+            .map_err(|e| e.to_string())?;
+        let next = resp
+            .field_opt("nextBeginOffset")
+            .and_then(|v| v.parse::<i64>().ok())
+            .unwrap_or(at);
+        match resp.code {
+            response::SUCCESS => {
+                bodies.push(resp.body);
+                if next <= at {
+                    break;
+                }
+                at = next;
+            }
+            // Everything scanned was filtered out: go on from where the broker stopped.
+            response::PULL_RETRY_IMMEDIATELY if next > at => at = next,
+            response::PULL_NOT_FOUND | response::PULL_RETRY_IMMEDIATELY => break,
+            response::PULL_OFFSET_MOVED => return Ok(Window::Moved { at, next }),
+            code => {
+                return Err(format!(
+                    "pull of {}:{} at {at} from {} answered {code}: {}",
+                    spec.topic,
+                    spec.queue_id,
+                    spec.addr,
+                    resp.remark.unwrap_or_default()
+                ))
+            }
+        }
+    }
+    Ok(Window::Bodies(bodies))
+}
+
+/// Pulls offsets `[start, end)` with up to `concurrency` pulls in flight (a pull returns at
+/// most 32 messages, so a range is read as many windows at once), in offset order.
+pub fn pull_columns<'py>(
+    py: Python<'py>,
+    client: &NativeClient,
+    spec: PullSpec,
+    (start, end): (i64, i64),
+    broker_name: &str,
+    concurrency: usize,
+    fail_on_data_loss: bool,
+) -> PyResult<(Bound<'py, PyDict>, i64)> {
+    let spec = std::sync::Arc::new(spec);
+    let client = client.clone();
+    let task_spec = spec.clone();
+    let fut = async move {
+        let spec = task_spec;
+        let mut results: BTreeMap<i64, Window> = BTreeMap::new();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut next_window = start;
+        loop {
+            while tasks.len() < concurrency.max(1) && next_window < end {
+                let w_end = (next_window + PULL_BATCH).min(end);
+                let (c, s, from) = (client.clone(), spec.clone(), next_window);
+                tasks.spawn(async move { (from, pull_window(c, s, from, w_end).await) });
+                next_window = w_end;
+            }
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
+            let (from, outcome) = joined.map_err(|e| e.to_string())?;
+            results.insert(from, outcome?);
+        }
+        Ok::<_, String>(results)
+    };
+    let _ = runtime();
+    let results = wait(py, fut)?.map_err(crate::errors::RemotingError::new_err)?;
+    let filter = TagFilter::parse(&spec.subscription);
+    let mut batch = ColumnBatch::new();
+    let mut next = start;
+    for (from, window) in results {
+        let w_end = (from + PULL_BATCH).min(end);
+        match window {
+            Window::Bodies(bodies) => {
+                for body in bodies {
+                    batch
+                        .push_records(&body, broker_name, &filter, w_end)
+                        .map_err(errors::store)?;
+                }
+            }
+            Window::Moved { at, next: hint } if fail_on_data_loss => {
+                return Err(DataLossError::new_err(format!(
+                    "{}:{} offset {at} is no longer stored on {} (the broker suggests {hint}); \
+                     set failOnDataLoss=false to skip lost messages",
+                    spec.topic, spec.queue_id, spec.addr
+                )));
+            }
+            Window::Moved { .. } => {} // lost messages are skipped
+        }
+        next = w_end;
+        if batch.is_full() {
+            break;
+        }
+    }
+    Ok((to_py(py, batch)?, next))
+}

@@ -1,0 +1,145 @@
+"""Where the queues are and what they hold: from a running cluster (``namesrv``) or from a
+store directory (``storePath``). Used on the driver to plan, and on executors to read."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from pyspark_rocketmq.arrow import ARROW_SCHEMA, project, to_record_batch
+from pyspark_rocketmq.options import ReadOptions
+from rocketpy._native import RemotingClient, StoreReader
+from rocketpy.admin import PERM_READ, Admin
+from rocketpy.message import MessageQueue
+
+
+@dataclass(frozen=True, order=True)
+class Queue:
+    """One queue of a topic on one broker (``addr`` empty offline)."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    addr: str = ""
+
+
+class Catalog(abc.ABC):
+    """Queue discovery and offset look-ups."""
+
+    @abc.abstractmethod
+    def queues(self, topic: str) -> list[Queue]:
+        """The readable queues of ``topic`` (sorted)."""
+
+    @abc.abstractmethod
+    def bounds(self, q: Queue) -> tuple[int, int]:
+        """``(min, max)``: the first stored offset and one past the last."""
+
+    @abc.abstractmethod
+    def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
+        """The first offset stored at or after ``timestamp_ms`` (max when none)."""
+
+    @abc.abstractmethod
+    def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
+        """Messages of offsets ``[start, end)`` kept by the subscription, as Arrow batches."""
+
+    def arrow_schema(self, opts: ReadOptions) -> pa.Schema:
+        """The columns the reads produce."""
+        return project(list(opts.columns)) if opts.columns else ARROW_SCHEMA
+
+    @staticmethod
+    def open(opts: ReadOptions) -> Catalog:
+        """The catalog the options name."""
+        if opts.store_path:
+            return OfflineCatalog(opts)
+        return OnlineCatalog(opts)
+
+
+class OnlineCatalog(Catalog):
+    """Queues of a running cluster; reads pull from the brokers, many pulls in flight."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        assert opts.namesrv
+        self.opts = opts
+        self._admin: Admin | None = None
+        self._client: RemotingClient | None = None
+
+    @property
+    def admin(self) -> Admin:
+        if self._admin is None:
+            self._admin = Admin(self.opts.namesrv or "")
+        return self._admin
+
+    def queues(self, topic: str) -> list[Queue]:
+        route = self.admin.topic_route(topic)
+        if route is None:
+            return []
+        out: list[Queue] = []
+        for qd in route.queue_datas:
+            if not qd.perm & PERM_READ:
+                continue
+            addr = self.admin.master_addr(topic, qd.broker_name)
+            out.extend(Queue(topic, qd.broker_name, i, addr) for i in range(qd.read_queue_nums))
+        return sorted(out)
+
+    def _mq(self, q: Queue) -> MessageQueue:
+        return MessageQueue(q.topic, q.broker_name, q.queue_id)
+
+    def bounds(self, q: Queue) -> tuple[int, int]:
+        return self.admin.min_offset(self._mq(q)), self.admin.max_offset(self._mq(q))
+
+    def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
+        return self.admin.search_offset(self._mq(q), timestamp_ms)
+
+    def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
+        if self._client is None:
+            self._client = RemotingClient()
+        schema = self.arrow_schema(self.opts)
+        at = start
+        while at < end:
+            stop = min(end, at + self.opts.batch_rows)
+            cols, at = self._client.pull_columns(
+                q.addr, self.opts.group, q.topic, q.queue_id, at, stop, q.broker_name,
+                subscription=self.opts.subscription, concurrency=self.opts.pull_concurrency,
+                fail_on_data_loss=self.opts.fail_on_data_loss,
+            )  # fmt: skip
+            if cols["rows"]:
+                yield to_record_batch(cols, schema)
+
+
+class OfflineCatalog(Catalog):
+    """Queues of a store directory, read through read-only memory maps (no broker)."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        assert opts.store_path
+        self.opts = opts
+        self._reader: StoreReader | None = None
+
+    @property
+    def reader(self) -> StoreReader:
+        if self._reader is None:
+            self._reader = StoreReader(self.opts.store_path or "")
+        return self._reader
+
+    def queues(self, topic: str) -> list[Queue]:
+        name = self.opts.broker_name
+        return [Queue(topic, name, i) for i in self.reader.queue_ids(topic)]
+
+    def bounds(self, q: Queue) -> tuple[int, int]:
+        return self.reader.offsets(q.topic, q.queue_id)
+
+    def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
+        return self.reader.offset_by_time(q.topic, q.queue_id, timestamp_ms)
+
+    def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
+        schema = self.arrow_schema(self.opts)
+        at = start
+        while at < end:
+            stop = min(end, at + self.opts.batch_rows)
+            cols, at = self.reader.read_columns(
+                q.topic, q.queue_id, at, stop, q.broker_name, self.opts.subscription
+            )
+            if cols["rows"]:
+                yield to_record_batch(cols, schema)

@@ -1,0 +1,168 @@
+"""The ``rocketmq`` data source: batch and streaming reads, batch and streaming writes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from pyspark_rocketmq import plan
+from pyspark_rocketmq.arrow import ARROW_SCHEMA, SCHEMA_DDL, project
+from pyspark_rocketmq.catalog import Catalog, Queue
+from pyspark_rocketmq.options import OptionError, ReadOptions
+from pyspark_rocketmq.sink import BatchWriter, StreamWriter, WriteOptions
+
+
+class RocketMQDataSource(DataSource):
+    """``spark.read.format("rocketmq")`` / ``spark.readStream.format("rocketmq")`` and the
+    matching writes. See ``spark/README.md`` for the options."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rocketmq"
+
+    def schema(self) -> str:
+        return SCHEMA_DDL
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        opts = ReadOptions.parse(self.options, streaming=False)
+        return BatchReader(replace(opts, columns=columns_of(schema)))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        opts = ReadOptions.parse(self.options, streaming=True)
+        return StreamReader(replace(opts, columns=columns_of(schema)))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        return BatchWriter(WriteOptions.parse(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return StreamWriter(WriteOptions.parse(self.options, schema))
+
+
+def columns_of(schema: StructType) -> tuple[str, ...]:
+    """The columns a (possibly user-given) schema asks for, checked against the source's:
+    ``spark.read.format("rocketmq").schema("queueId int, body binary")`` reads only those
+    two columns, which Spark's Python data sources cannot otherwise prune."""
+    names = schema.fieldNames()
+    project(names)  # unknown names
+    for f in schema.fields:
+        want = ARROW_SCHEMA.field(f.name).type
+        got = to_arrow_type(f.dataType, timezone="UTC")
+        if got != want:
+            raise OptionError(
+                f"column {f.name} is {want} in the rocketmq source; the schema asks for {got}"
+            )
+    return tuple(names)
+
+
+def _read(opts: ReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    assert isinstance(partition, plan.QueueRange)
+    yield from Catalog.open(opts).read(partition.queue, partition.start, partition.end)
+
+
+class BatchReader(DataSourceReader):
+    """A bounded read: ``startingOffsets``/``startingTimestamp`` to
+    ``endingOffsets``/``endingTimestamp`` (default: everything stored now)."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        catalog = Catalog.open(self.opts)
+        queues = plan.all_queues(catalog, self.opts)
+        o = self.opts
+        starts = plan.positions(catalog, queues, o.starting, o.starting_timestamp, plan.EARLIEST)
+        ends = plan.positions(catalog, queues, o.ending, o.ending_timestamp, plan.LATEST)
+        starts = plan.check_loss(catalog, o, starts)
+        ranges = [plan.QueueRange(q, starts[q], ends[q]) for q in queues]
+        return plan.split(ranges, o.min_partitions)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.opts, partition)
+
+
+class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches over the queues' growing offsets; the offsets live in Spark's checkpoint
+    as ``{"topic": {"brokerName": {"queueId": offset}}}``."""
+
+    def __init__(self, opts: ReadOptions) -> None:
+        self.opts = opts
+        self._catalog: Catalog | None = None
+        self._target: dict[str, Any] | None = None
+
+    @property
+    def catalog(self) -> Catalog:
+        if self._catalog is None:
+            self._catalog = Catalog.open(self.opts)
+        return self._catalog
+
+    def _queues(self) -> list[Queue]:
+        return plan.all_queues(self.catalog, self.opts)
+
+    def _latest(self) -> dict[Queue, int]:
+        return {q: self.catalog.bounds(q)[1] for q in self._queues()}
+
+    def initialOffset(self) -> dict[str, Any]:
+        o = self.opts
+        starts = plan.positions(
+            self.catalog, self._queues(), o.starting, o.starting_timestamp, plan.LATEST
+        )
+        return plan.to_json(starts)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        # Nothing stored after this moment is read by this AvailableNow run.
+        self._target = plan.to_json(self._latest())
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        queues = self._queues()
+        if self._target is not None:
+            latest = plan.from_json(self._target, queues)
+        else:
+            latest = self._latest()
+        begin = plan.from_json(start, queues)
+        for q in latest:
+            if q not in begin:
+                # A queue added since the query started: read it from its beginning.
+                begin[q] = self.catalog.bounds(q)[0]
+            latest[q] = max(latest[q], begin[q])
+        if isinstance(limit, ReadMaxRows):
+            latest = plan.limit_rows(begin, latest, limit.max_rows)
+        return plan.to_json(latest)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        queues = self._queues()
+        begin, stop = plan.from_json(start, queues), plan.from_json(end, queues)
+        for q in stop:
+            begin.setdefault(q, self.catalog.bounds(q)[0])
+        begin = plan.check_loss(self.catalog, self.opts, {q: begin[q] for q in stop})
+        ranges = [plan.QueueRange(q, begin[q], stop[q]) for q in stop]
+        return plan.split(ranges, self.opts.min_partitions)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(self.opts, partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: progress is kept in Spark's checkpoint, not on the brokers."""

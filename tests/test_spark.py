@@ -263,6 +263,37 @@ def test_sink_round_trip(spark, shared_dev):
         ).mode("append").save()
 
 
+def test_streaming_sink_copies_a_topic(spark, shared_dev, tmp_path):
+    create(shared_dev, "SparkCopyIn", 2)
+    send(shared_dev, "SparkCopyIn", [f"c{i}".encode() for i in range(120)], tags="C", keys="ck")
+    stream = (
+        spark.readStream.format("rocketmq")
+        .option("namesrv", shared_dev.namesrv)
+        .option("topic", "SparkCopyIn")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "50")
+        .load()
+    )
+    query = (
+        stream.select("body", "tags", "keys", "properties")
+        .writeStream.format("rocketmq")
+        .option("namesrv", shared_dev.namesrv)
+        .option("topic", "SparkCopyOut")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(180) and query.exception() is None
+    copied = online(spark, shared_dev, "SparkCopyOut").collect()
+    assert sorted(r.body for r in copied) == sorted(f"c{i}".encode() for i in range(120))
+    assert {(r.tags, r.keys) for r in copied} == {("C", "ck")}
+    both = online(spark, shared_dev, "SparkCopyIn, SparkCopyOut")  # a comma list of topics
+    assert both.groupBy("topic").count().orderBy("topic").collect() == [
+        ("SparkCopyIn", 120),
+        ("SparkCopyOut", 120),
+    ]
+
+
 def test_fail_on_data_loss_both_ways(spark, tmp_path):
     store = tmp_path / "store"
     with MessageStore(store, mapped_file_size_commit_log=64 * 1024) as s:

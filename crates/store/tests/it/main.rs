@@ -5,6 +5,7 @@ mod common;
 mod delay;
 mod group_commit;
 mod index;
+mod offline_reader;
 mod power_loss;
 mod put_get;
 mod recovery;

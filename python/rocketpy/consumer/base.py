@@ -492,16 +492,19 @@ class ConsumerBase(abc.ABC):
         code = resp.code
         next_offset = int(resp.field("nextBeginOffset", str(pr.next_offset)) or pr.next_offset)
         if code == ResponseCode.SUCCESS:
-            msgs = [m for m in resp.decode_messages(pr.mq.broker_name) if sub.matches(m)]
+            msgs = resp.decode_messages(pr.mq.broker_name)
+            if sub.tags:  # per-message work only when there is something to do
+                msgs = [m for m in msgs if sub.matches(m)]
             pr.next_offset = next_offset
             if msgs:
-                retry = retry_topic(self.group)
-                msgs = [
-                    m.replace(topic=m.get_property(P.RETRY_TOPIC))
-                    if m.topic == retry and m.get_property(P.RETRY_TOPIC)
-                    else m
-                    for m in msgs
-                ]
+                if pr.mq.topic == retry_topic(self.group):
+                    # Listeners see retried messages under their original topic.
+                    msgs = [
+                        m.replace(topic=m.get_property(P.RETRY_TOPIC))
+                        if m.get_property(P.RETRY_TOPIC)
+                        else m
+                        for m in msgs
+                    ]
                 pr.pq.put(msgs)
                 self._deliver(pr, msgs)
             else:

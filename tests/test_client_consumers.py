@@ -72,10 +72,14 @@ def test_three_consumers_one_killed(shared_dev, tmp_path):
     for i, p in enumerate(procs):
         threading.Thread(target=watch, args=(i, p), daemon=True).start()
     try:
+        # All three joined (a slow starter leaves the others 4 queues each for a while).
         assert wait_until(
-            lambda: sorted(q for a in assignments for q in a) == list(range(8)), timeout=60
+            lambda: (
+                sorted(q for a in assignments for q in a) == list(range(8))
+                and all(len(a) in (2, 3) for a in assignments)
+            ),
+            timeout=60,
         ), assignments
-        assert all(len(a) in (2, 3) for a in assignments), assignments
         sent = set()
         with Producer("kill-producer", client_config=fast_config(shared_dev.namesrv)) as p:
             for i in range(400):

@@ -16,8 +16,9 @@ from rocketpy.errors import RocketpyError
 from rocketpy.server import DevServer, default_dev_store
 
 
-def _wait_for_stop() -> None:
-    """Blocks until SIGINT or SIGTERM."""
+def _stop_signal() -> threading.Event:
+    """An event set by SIGINT or SIGTERM. Installed before a server starts, so a signal
+    sent as soon as it says it is ready still stops it cleanly."""
     stop = threading.Event()
 
     def handler(signum: int, frame: object) -> None:
@@ -25,6 +26,10 @@ def _wait_for_stop() -> None:
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
+    return stop
+
+
+def _wait_for(stop: threading.Event) -> None:
     while not stop.wait(0.5):
         pass
 
@@ -44,9 +49,10 @@ def _overrides(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def cmd_namesrv(args: argparse.Namespace) -> None:
+    stop = _stop_signal()
     server = NameServer.start(args.host, args.port)
     _say(f"rocketpy name server listening on {server.address}")
-    _wait_for_stop()
+    _wait_for(stop)
     server.shutdown()
     _say("rocketpy name server stopped")
 
@@ -62,16 +68,18 @@ def cmd_broker(args: argparse.Namespace) -> None:
         overrides["storePathRootDir"] = args.store_dir
     if args.host:
         overrides["bindAddress"] = args.host
+    stop = _stop_signal()
     broker = Broker.start(text, overrides)
     _say(
         f"rocketpy broker listening on {broker.address} as {broker.broker_addr} (store: {broker.store_path})"
     )
-    _wait_for_stop()
+    _wait_for(stop)
     broker.shutdown()
     _say("rocketpy broker stopped")
 
 
 def cmd_dev(args: argparse.Namespace) -> None:
+    stop = _stop_signal()
     dev = DevServer(
         host=args.host,
         namesrv_port=args.namesrv_port,
@@ -82,7 +90,7 @@ def cmd_dev(args: argparse.Namespace) -> None:
     _say(
         f"rocketpy dev ready: namesrv={dev.namesrv_addr} broker={dev.broker_addr} store={dev.store_dir}"
     )
-    _wait_for_stop()
+    _wait_for(stop)
     dev.stop()
     _say("rocketpy dev stopped")
 

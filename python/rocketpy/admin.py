@@ -121,30 +121,30 @@ class Admin:
                 return b.master_addr()  # type: ignore[return-value]
         raise ClientError(f"no master for {mq}")
 
-    def _offset_call(self, code: int, mq: MessageQueue, **extra: str) -> int:
-        addr = self._broker_of(mq)
+    def _offset_call(self, code: int, mq: MessageQueue, addr: str | None, **extra: str) -> int:
+        addr = addr or self._broker_of(mq)
         fields = {"topic": mq.topic, "queueId": str(mq.queue_id), **extra}
         resp = self._client.invoke(addr, code, fields, None, self._timeout)
         return int(check(resp, addr).field("offset", "-1") or -1)
 
-    def max_offset(self, mq: MessageQueue) -> int:
+    # ``broker_addr``, when the caller knows the master already, saves a route look-up.
+
+    def max_offset(self, mq: MessageQueue, broker_addr: str | None = None) -> int:
         """One past the last offset of ``mq``."""
-        return self._offset_call(RequestCode.GET_MAX_OFFSET, mq)
+        return self._offset_call(RequestCode.GET_MAX_OFFSET, mq, broker_addr)
 
-    def min_offset(self, mq: MessageQueue) -> int:
+    def min_offset(self, mq: MessageQueue, broker_addr: str | None = None) -> int:
         """The first offset of ``mq`` still stored."""
-        return self._offset_call(RequestCode.GET_MIN_OFFSET, mq)
+        return self._offset_call(RequestCode.GET_MIN_OFFSET, mq, broker_addr)
 
-    def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+    def search_offset(
+        self, mq: MessageQueue, timestamp_ms: int, broker_addr: str | None = None
+    ) -> int:
         """The first offset of ``mq`` stored at or after ``timestamp_ms`` (the max offset when
         none is)."""
         return self._offset_call(
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, timestamp=str(timestamp_ms)
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, broker_addr, timestamp=str(timestamp_ms)
         )
-
-    def master_addr(self, topic: str, broker_name: str) -> str:
-        """The master address of ``broker_name`` in the route of ``topic``."""
-        return self._broker_of(MessageQueue(topic, broker_name, 0))
 
     def consumer_offset(self, group: str, mq: MessageQueue) -> int:
         """The offset ``group`` committed for ``mq`` (-1 if none)."""

@@ -34,8 +34,12 @@ class Catalog(abc.ABC):
         """The readable queues of ``topic`` (sorted)."""
 
     @abc.abstractmethod
-    def bounds(self, q: Queue) -> tuple[int, int]:
-        """``(min, max)``: the first stored offset and one past the last."""
+    def min_offset(self, q: Queue) -> int:
+        """The first stored offset."""
+
+    @abc.abstractmethod
+    def max_offset(self, q: Queue) -> int:
+        """One past the last stored offset."""
 
     @abc.abstractmethod
     def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
@@ -76,22 +80,26 @@ class OnlineCatalog(Catalog):
         route = self.admin.topic_route(topic)
         if route is None:
             return []
+        masters = {b.broker_name: b.master_addr() for b in route.broker_datas}
         out: list[Queue] = []
         for qd in route.queue_datas:
-            if not qd.perm & PERM_READ:
+            addr = masters.get(qd.broker_name)
+            if not qd.perm & PERM_READ or not addr:
                 continue
-            addr = self.admin.master_addr(topic, qd.broker_name)
             out.extend(Queue(topic, qd.broker_name, i, addr) for i in range(qd.read_queue_nums))
         return sorted(out)
 
     def _mq(self, q: Queue) -> MessageQueue:
         return MessageQueue(q.topic, q.broker_name, q.queue_id)
 
-    def bounds(self, q: Queue) -> tuple[int, int]:
-        return self.admin.min_offset(self._mq(q)), self.admin.max_offset(self._mq(q))
+    def min_offset(self, q: Queue) -> int:
+        return self.admin.min_offset(self._mq(q), q.addr)
+
+    def max_offset(self, q: Queue) -> int:
+        return self.admin.max_offset(self._mq(q), q.addr)
 
     def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
-        return self.admin.search_offset(self._mq(q), timestamp_ms)
+        return self.admin.search_offset(self._mq(q), timestamp_ms, q.addr)
 
     def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
         if self._client is None:
@@ -127,8 +135,11 @@ class OfflineCatalog(Catalog):
         name = self.opts.broker_name
         return [Queue(topic, name, i) for i in self.reader.queue_ids(topic)]
 
-    def bounds(self, q: Queue) -> tuple[int, int]:
-        return self.reader.offsets(q.topic, q.queue_id)
+    def min_offset(self, q: Queue) -> int:
+        return self.reader.offsets(q.topic, q.queue_id)[0]
+
+    def max_offset(self, q: Queue) -> int:
+        return self.reader.offsets(q.topic, q.queue_id)[1]
 
     def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
         return self.reader.offset_by_time(q.topic, q.queue_id, timestamp_ms)

@@ -53,9 +53,10 @@ def positions(
         else:
             assert isinstance(spec, dict)
             want = spec.get(q.topic, {}).get(q.broker_name, {}).get(str(q.queue_id), default)
-        if want in (EARLIEST, LATEST):
-            lo, hi = catalog.bounds(q)
-            out[q] = lo if want == EARLIEST else hi
+        if want == EARLIEST:
+            out[q] = catalog.min_offset(q)
+        elif want == LATEST:
+            out[q] = catalog.max_offset(q)
         else:
             out[q] = want
     return out
@@ -66,7 +67,7 @@ def check_loss(catalog: Catalog, opts: ReadOptions, starts: dict[Queue, int]) ->
     ``failOnDataLoss`` (the default), else a warning and the first stored offset."""
     out = dict(starts)
     for q, start in starts.items():
-        lo, _ = catalog.bounds(q)
+        lo = catalog.min_offset(q)
         if start < lo:
             msg = (
                 f"{q.topic}/{q.broker_name}/{q.queue_id}: offsets {start}..{lo - 1} are no "

@@ -117,8 +117,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _queues(self) -> list[Queue]:
         return plan.all_queues(self.catalog, self.opts)
 
-    def _latest(self) -> dict[Queue, int]:
-        return {q: self.catalog.bounds(q)[1] for q in self._queues()}
+    def _latest(self, queues: list[Queue]) -> dict[Queue, int]:
+        return {q: self.catalog.max_offset(q) for q in queues}
 
     def initialOffset(self) -> dict[str, Any]:
         o = self.opts
@@ -134,19 +134,19 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         # Nothing stored after this moment is read by this AvailableNow run.
-        self._target = plan.to_json(self._latest())
+        self._target = plan.to_json(self._latest(self._queues()))
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         queues = self._queues()
         if self._target is not None:
             latest = plan.from_json(self._target, queues)
         else:
-            latest = self._latest()
+            latest = self._latest(queues)
         begin = plan.from_json(start, queues)
         for q in latest:
             if q not in begin:
                 # A queue added since the query started: read it from its beginning.
-                begin[q] = self.catalog.bounds(q)[0]
+                begin[q] = self.catalog.min_offset(q)
             latest[q] = max(latest[q], begin[q])
         if isinstance(limit, ReadMaxRows):
             latest = plan.limit_rows(begin, latest, limit.max_rows)
@@ -156,7 +156,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         queues = self._queues()
         begin, stop = plan.from_json(start, queues), plan.from_json(end, queues)
         for q in stop:
-            begin.setdefault(q, self.catalog.bounds(q)[0])
+            if q not in begin:  # a queue added since `start` was planned
+                begin[q] = self.catalog.min_offset(q)
         begin = plan.check_loss(self.catalog, self.opts, {q: begin[q] for q in stop})
         ranges = [plan.QueueRange(q, begin[q], stop[q]) for q in stop]
         return plan.split(ranges, self.opts.min_partitions)

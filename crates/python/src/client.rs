@@ -257,7 +257,7 @@ impl RemotingClient {
         concurrency: usize,
         fail_on_data_loss: bool,
     ) -> PyResult<(Bound<'py, pyo3::types::PyDict>, i64)> {
-        let spec = crate::columns::PullSpec {
+        let spec = rocketpy_remoting::pull_range::PullSpec {
             addr: addr.to_owned(),
             group: group.to_owned(),
             topic: topic.to_owned(),

@@ -2,20 +2,19 @@
 //! (`StoreReader`) or from a broker (`RemotingClient.pull_columns`). Python assembles the
 //! buffers into a `pyarrow.RecordBatch` without a Python object per message.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
-use rocketpy_remoting::code::{request, response};
-use rocketpy_remoting::{RemotingClient as NativeClient, RemotingCommand};
+use rocketpy_remoting::pull_range::{pull_range, PullSpec, Window};
+use rocketpy_remoting::RemotingClient as NativeClient;
 use rocketpy_store::columnar::{ColumnBatch, TagFilter, VarColumn};
 use rocketpy_store::reader::StoreReader as NativeReader;
 
 use crate::buffer::BytesView;
 use crate::errors::{self, DataLossError};
-use crate::runtime::{runtime, wait};
+use crate::runtime::wait;
 
 fn le_bytes<'py, T: Copy, const N: usize>(
     py: Python<'py>,
@@ -155,86 +154,8 @@ impl StoreReader {
     }
 }
 
-/// What one window of pulls returned.
-enum Window {
-    Bodies(Vec<Bytes>),
-    /// The broker answered PULL_OFFSET_MOVED: offsets from `at` are gone; `next` is its hint.
-    Moved {
-        at: i64,
-        next: i64,
-    },
-}
-
-/// Fixed parts of the pulls of one queue range.
-pub struct PullSpec {
-    pub addr: String,
-    pub group: String,
-    pub topic: String,
-    pub queue_id: i32,
-    pub subscription: String,
-    pub timeout: Duration,
-}
-
-const PULL_BATCH: i64 = 32;
-/// PullSysFlag.FLAG_SUBSCRIPTION: the request carries its subscription (no consumer needed).
-const SYS_FLAG_SUBSCRIPTION: i32 = 0x4;
-
-async fn pull_window(
-    client: NativeClient,
-    spec: std::sync::Arc<PullSpec>,
-    mut at: i64,
-    end: i64,
-) -> Result<Window, String> {
-    let mut bodies = Vec::new();
-    while at < end {
-        let req = RemotingCommand::request(request::PULL_MESSAGE)
-            .with_field("consumerGroup", &spec.group)
-            .with_field("topic", &spec.topic)
-            .with_field("queueId", spec.queue_id)
-            .with_field("queueOffset", at)
-            .with_field("maxMsgNums", (end - at).min(PULL_BATCH))
-            .with_field("sysFlag", SYS_FLAG_SUBSCRIPTION)
-            .with_field("commitOffset", 0)
-            .with_field("suspendTimeoutMillis", 0)
-            .with_field("subscription", &spec.subscription)
-            .with_field("subVersion", 0)
-            .with_field("expressionType", "TAG");
-        let resp = client
-            .invoke(&spec.addr, req, spec.timeout)
-            .await
-            .map_err(|e| e.to_string())?;
-        let next = resp
-            .field_opt("nextBeginOffset")
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(at);
-        match resp.code {
-            response::SUCCESS => {
-                bodies.push(resp.body);
-                if next <= at {
-                    break;
-                }
-                at = next;
-            }
-            // Everything scanned was filtered out: go on from where the broker stopped.
-            response::PULL_RETRY_IMMEDIATELY if next > at => at = next,
-            response::PULL_NOT_FOUND | response::PULL_RETRY_IMMEDIATELY => break,
-            response::PULL_OFFSET_MOVED => return Ok(Window::Moved { at, next }),
-            code => {
-                return Err(format!(
-                    "pull of {}:{} at {at} from {} answered {code}: {}",
-                    spec.topic,
-                    spec.queue_id,
-                    spec.addr,
-                    resp.remark.unwrap_or_default()
-                ))
-            }
-        }
-    }
-    Ok(Window::Bodies(bodies))
-}
-
-/// Pulls offsets `[start, end)` with up to `concurrency` pulls in flight (a pull returns at
-/// most 32 messages, so a range is read as many windows at once), in offset order.
+/// Pulls offsets `[start, end)` from the broker (see `rocketpy_remoting::pull_range`) and
+/// builds the columns, all with the GIL released.
 pub fn pull_columns<'py>(
     py: Python<'py>,
     client: &NativeClient,
@@ -244,57 +165,39 @@ pub fn pull_columns<'py>(
     concurrency: usize,
     fail_on_data_loss: bool,
 ) -> PyResult<(Bound<'py, PyDict>, i64)> {
-    let spec = std::sync::Arc::new(spec);
-    let client = client.clone();
-    let task_spec = spec.clone();
-    let fut = async move {
-        let spec = task_spec;
-        let mut results: BTreeMap<i64, Window> = BTreeMap::new();
-        let mut tasks = tokio::task::JoinSet::new();
-        let mut next_window = start;
-        loop {
-            while tasks.len() < concurrency.max(1) && next_window < end {
-                let w_end = (next_window + PULL_BATCH).min(end);
-                let (c, s, from) = (client.clone(), spec.clone(), next_window);
-                tasks.spawn(async move { (from, pull_window(c, s, from, w_end).await) });
-                next_window = w_end;
-            }
-            let Some(joined) = tasks.join_next().await else {
-                break;
-            };
-            let (from, outcome) = joined.map_err(|e| e.to_string())?;
-            results.insert(from, outcome?);
-        }
-        Ok::<_, String>(results)
-    };
-    let _ = runtime();
-    let results = wait(py, fut)?.map_err(crate::errors::RemotingError::new_err)?;
+    let spec = Arc::new(spec);
     let filter = TagFilter::parse(&spec.subscription);
-    let mut batch = ColumnBatch::new();
-    let mut next = start;
-    for (from, window) in results {
-        let w_end = (from + PULL_BATCH).min(end);
-        match window {
-            Window::Bodies(bodies) => {
-                for body in bodies {
-                    batch
-                        .push_records(&body, broker_name, &filter, w_end)
-                        .map_err(errors::store)?;
+    let fut = async {
+        let windows = pull_range(client, spec.clone(), start, end, concurrency)
+            .await
+            .map_err(crate::errors::RemotingError::new_err)?;
+        let mut batch = ColumnBatch::new();
+        let mut next = start;
+        for (_, w_end, window) in windows {
+            match window {
+                Window::Bodies(bodies) => {
+                    for body in bodies {
+                        batch
+                            .push_records(&body, broker_name, &filter, w_end)
+                            .map_err(errors::store)?;
+                    }
                 }
+                Window::Moved { at, next: hint } if fail_on_data_loss => {
+                    return Err(DataLossError::new_err(format!(
+                        "{}:{} offset {at} is no longer stored on {} (the broker suggests \
+                         {hint}); set failOnDataLoss=false to skip lost messages",
+                        spec.topic, spec.queue_id, spec.addr
+                    )));
+                }
+                Window::Moved { .. } => {} // lost messages are skipped
             }
-            Window::Moved { at, next: hint } if fail_on_data_loss => {
-                return Err(DataLossError::new_err(format!(
-                    "{}:{} offset {at} is no longer stored on {} (the broker suggests {hint}); \
-                     set failOnDataLoss=false to skip lost messages",
-                    spec.topic, spec.queue_id, spec.addr
-                )));
+            next = w_end;
+            if batch.is_full() {
+                break;
             }
-            Window::Moved { .. } => {} // lost messages are skipped
         }
-        next = w_end;
-        if batch.is_full() {
-            break;
-        }
-    }
+        Ok((batch, next))
+    };
+    let (batch, next) = wait(py, fut)??;
     Ok((to_py(py, batch)?, next))
 }

@@ -264,20 +264,8 @@ pub fn encode_batch<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::with_capacity(items.iter().map(|(_, b, p)| 22 + b.len() + p.len()).sum());
     for (flag, body, props) in &items {
-        let prop_len = i16::try_from(props.len()).map_err(|_| {
-            crate::errors::InvalidArgumentError::new_err(
-                "properties of a batched message exceed 32767 bytes",
-            )
-        })?;
-        let total = 22 + body.len() + props.len();
-        out.extend_from_slice(&(total as i32).to_be_bytes());
-        out.extend_from_slice(&0i32.to_be_bytes());
-        out.extend_from_slice(&0i32.to_be_bytes());
-        out.extend_from_slice(&flag.to_be_bytes());
-        out.extend_from_slice(&(body.len() as i32).to_be_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(&prop_len.to_be_bytes());
-        out.extend_from_slice(props.as_bytes());
+        rocketpy_broker::processor::send::encode_batch_item(&mut out, *flag, body, props)
+            .map_err(crate::errors::InvalidArgumentError::new_err)?;
     }
     Ok(PyBytes::new(py, &out))
 }

@@ -14,6 +14,7 @@ pub mod header_binary;
 pub mod header_json;
 pub mod processor;
 pub mod protocol;
+pub mod pull_range;
 pub mod server;
 
 pub use client::{ClientConfig, RemotingClient};

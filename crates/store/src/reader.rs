@@ -195,7 +195,10 @@ impl StoreReader {
     /// The first and one-past-last readable offsets of a queue (`min == max`: empty). Units
     /// whose record was deleted by retention are below `min`.
     pub fn offsets(&self, topic: &str, queue_id: i32) -> Result<(i64, i64)> {
-        let q = self.queue(topic, queue_id)?;
+        Ok(self.bounds(&self.queue(topic, queue_id)?))
+    }
+
+    fn bounds(&self, q: &QueueFiles) -> (i64, i64) {
         let max = q.max_offset();
         let first = q
             .files
@@ -207,13 +210,13 @@ impl StoreReader {
             q.unit(first + i as i64)
                 .is_none_or(|u| (u.commit_log_offset as u64) < cl_min)
         });
-        Ok(((first + skipped as i64).min(max), max))
+        ((first + skipped as i64).min(max), max)
     }
 
     /// The first offset whose message was stored at or after `timestamp_ms` (`max` if none).
     pub fn offset_by_time(&self, topic: &str, queue_id: i32, timestamp_ms: i64) -> Result<i64> {
-        let (min, max) = self.offsets(topic, queue_id)?;
         let q = self.queue(topic, queue_id)?;
+        let (min, max) = self.bounds(&q);
         let mut err = None;
         let before = partition((max - min) as usize, |i| {
             match self.store_time(&q, min + i as i64) {

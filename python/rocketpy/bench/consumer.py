@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from rocketpy._native import MessageExt
-from rocketpy.bench.runner import print_json, report_until
+from rocketpy.bench.runner import add_common_arguments, print_json, report_until, settings
 from rocketpy.bench.stats import Stats
 from rocketpy.consumer.base import ConsumeFromWhere
 from rocketpy.consumer.push import ConsumeStatus, PushConsumer
@@ -80,8 +80,7 @@ def run(bench: ConsumerBench, json_out: bool = False) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Registers ``bench consumer``."""
     p = sub.add_parser("consumer", help="consume as fast as possible and report TPS and latency")
-    p.add_argument("-n", "--namesrv", default="127.0.0.1:9876", help="name servers")
-    p.add_argument("-t", "--topic", default="BenchmarkTest")
+    add_common_arguments(p)
     p.add_argument("-g", "--group", default="", help="consumer group (default: a new one)")
     p.add_argument("-e", "--expression", default="*", help="tag expression, e.g. 'A || B'")
     p.add_argument("-w", "--threads", type=int, default=4, help="listener threads")
@@ -90,13 +89,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--from-first", action="store_true", help="a new group starts at the first offset"
     )
-    p.add_argument("-c", "--count", type=int, help="stop after this many messages")
-    p.add_argument("-d", "--duration", type=float, help="stop after this many seconds")
-    p.add_argument("-i", "--interval", type=float, default=1.0, help="seconds between reports")
-    p.add_argument("--json", action="store_true", help="end with one JSON line of totals")
 
     def main(args: argparse.Namespace) -> int:
-        fields = {k: v for k, v in vars(args).items() if k in ConsumerBench.__dataclass_fields__}
-        return run(ConsumerBench(**fields), json_out=args.json)
+        return run(settings(ConsumerBench, args), json_out=args.json)
 
     p.set_defaults(func=main)

@@ -13,7 +13,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 
-from rocketpy.bench.runner import print_json, report_until
+from rocketpy.bench.runner import add_common_arguments, print_json, report_until, settings
 from rocketpy.bench.stats import Stats
 from rocketpy.errors import RocketpyError
 from rocketpy.message import Message, SendResult
@@ -162,8 +162,7 @@ def run(bench: ProducerBench, json_out: bool = False) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Registers ``bench producer``."""
     p = sub.add_parser("producer", help="send as fast as possible and report TPS and latency")
-    p.add_argument("-n", "--namesrv", default="127.0.0.1:9876", help="name servers")
-    p.add_argument("-t", "--topic", default="BenchmarkTest")
+    add_common_arguments(p)
     p.add_argument("-g", "--group", default="benchmark_producer", help="producer group")
     p.add_argument("-w", "--threads", type=int, default=4, help="sending threads")
     p.add_argument("-s", "--size", type=int, default=128, help="body bytes")
@@ -172,13 +171,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("-b", "--batch", type=int, default=1, help="messages per request")
     p.add_argument("-a", "--async", dest="use_async", action="store_true", help="send_async")
     p.add_argument("--window", type=int, default=256, help="async requests in flight per thread")
-    p.add_argument("-c", "--count", type=int, help="stop after this many messages")
-    p.add_argument("-d", "--duration", type=float, help="stop after this many seconds")
-    p.add_argument("-i", "--interval", type=float, default=1.0, help="seconds between reports")
-    p.add_argument("--json", action="store_true", help="end with one JSON line of totals")
 
     def main(args: argparse.Namespace) -> int:
-        fields = {k: v for k, v in vars(args).items() if k in ProducerBench.__dataclass_fields__}
-        return run(ProducerBench(**fields), json_out=args.json)
+        return run(settings(ProducerBench, args), json_out=args.json)
 
     p.set_defaults(func=main)

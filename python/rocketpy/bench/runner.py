@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rocketpy.bench.stats import Report, Stats
 
@@ -53,3 +55,18 @@ def print_json(mode: str, total: Report, stats: Stats, settings: dict[str, objec
             {"mode": mode, "settings": settings, "total": total.as_dict(), "errors": stats.errors}
         )
     )
+
+
+def add_common_arguments(p: argparse.ArgumentParser) -> None:
+    """Options both benchmarks take: where, what topic, how long, how to report."""
+    p.add_argument("-n", "--namesrv", default="127.0.0.1:9876", help="name servers")
+    p.add_argument("-t", "--topic", default="BenchmarkTest")
+    p.add_argument("-c", "--count", type=int, help="stop after this many messages")
+    p.add_argument("-d", "--duration", type=float, help="stop after this many seconds")
+    p.add_argument("-i", "--interval", type=float, default=1.0, help="seconds between reports")
+    p.add_argument("--json", action="store_true", help="end with one JSON line of totals")
+
+
+def settings(cls: Any, args: argparse.Namespace) -> Any:
+    """An instance of the settings dataclass ``cls`` from the parsed arguments it names."""
+    return cls(**{k: v for k, v in vars(args).items() if k in cls.__dataclass_fields__})

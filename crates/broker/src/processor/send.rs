@@ -378,6 +378,29 @@ pub struct BatchItem {
     pub properties: String,
 }
 
+/// Appends one message to a SEND_BATCH_MESSAGE body (the layout [`decode_batch`] reads; magic
+/// and CRC are 0, as RocketMQ's client sends them).
+pub fn encode_batch_item(
+    out: &mut Vec<u8>,
+    flag: i32,
+    body: &[u8],
+    properties: &str,
+) -> Result<(), String> {
+    let prop_len = i16::try_from(properties.len())
+        .map_err(|_| "properties of a batched message exceed 32767 bytes".to_owned())?;
+    let total = i32::try_from(22 + body.len() + properties.len())
+        .map_err(|_| "a batched message exceeds 2 GiB".to_owned())?;
+    out.extend_from_slice(&total.to_be_bytes());
+    out.extend_from_slice(&0i32.to_be_bytes());
+    out.extend_from_slice(&0i32.to_be_bytes());
+    out.extend_from_slice(&flag.to_be_bytes());
+    out.extend_from_slice(&(body.len() as i32).to_be_bytes());
+    out.extend_from_slice(body);
+    out.extend_from_slice(&prop_len.to_be_bytes());
+    out.extend_from_slice(properties.as_bytes());
+    Ok(())
+}
+
 /// Decodes a SEND_BATCH_MESSAGE body: repeated `[totalSize i32][magic i32][bodyCRC i32]
 /// [flag i32][bodyLen i32][body][propLen i16][properties]`, big-endian (RocketMQ's
 /// `MessageDecoder.encodeMessages`).
@@ -516,16 +539,8 @@ mod tests {
     }
 
     fn batch_item(flag: i32, body: &[u8], props: &str) -> Vec<u8> {
-        let total = 22 + body.len() + props.len();
         let mut out = Vec::new();
-        out.extend_from_slice(&(total as i32).to_be_bytes());
-        out.extend_from_slice(&0i32.to_be_bytes());
-        out.extend_from_slice(&0i32.to_be_bytes());
-        out.extend_from_slice(&flag.to_be_bytes());
-        out.extend_from_slice(&(body.len() as i32).to_be_bytes());
-        out.extend_from_slice(body);
-        out.extend_from_slice(&(props.len() as i16).to_be_bytes());
-        out.extend_from_slice(props.as_bytes());
+        encode_batch_item(&mut out, flag, body, props).unwrap();
         out
     }
 

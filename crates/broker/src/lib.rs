@@ -142,7 +142,8 @@ impl Broker {
         };
         let store_host = SocketAddr::new(ip, port);
         let hold = Arc::new(PullHoldService::new());
-        store.set_arriving_listener(hold.clone());
+        // The store was opened just above, so no other listener can be set yet.
+        let _first = store.set_arriving_listener(hold.clone());
         let inner = Arc::new(BrokerInner {
             broker_addr: store_host.to_string(),
             store_host,

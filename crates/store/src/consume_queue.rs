@@ -279,11 +279,11 @@ impl ConsumeQueue {
         })?;
         let mut writer = self.files.writer();
         // The common case: the next unit of the last file.
-        if let Some(last) = self.files.last_file() {
+        if let Some(last) = writer.tail() {
             let end = last.from_offset() + last.wrote() as u64;
             if end == target && !last.is_full() {
                 let bytes = unit.encode();
-                writer.append_with(&last, CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
+                writer.append_tail(CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
                 return Ok(());
             }
         }

@@ -171,7 +171,13 @@ impl IndexService {
         Ok(file)
     }
 
-    fn index_record(&self, view: &RecordView<'_>) -> Result<()> {
+    /// Indexes one record into `current` (the last index file, kept between records so the
+    /// file list's lock is not taken per record), rolling to a new file when it fills.
+    fn index_record(
+        &self,
+        view: &RecordView<'_>,
+        current: &mut Option<Arc<IndexFile>>,
+    ) -> Result<()> {
         let tx = sys_flag::transaction_type(view.sys_flag);
         if tx == sys_flag::TRANSACTION_PREPARED_TYPE || tx == sys_flag::TRANSACTION_ROLLBACK_TYPE {
             return Ok(());
@@ -188,7 +194,10 @@ impl IndexService {
                     .flat_map(|k| k.split(' ').filter(|k| !k.is_empty())),
             )
         };
-        let mut file = self.writable_file()?;
+        if current.as_ref().is_none_or(|f| f.is_full()) {
+            *current = Some(self.writable_file()?);
+        }
+        let mut file = current.as_ref().expect("set above");
         let h = file.header();
         if h.index_count > 1 && view.physical_offset <= h.end_phy_offset {
             return Ok(()); // already indexed before a restart
@@ -201,7 +210,7 @@ impl IndexService {
         );
         let total = all().count();
         while done < total {
-            file = self.writable_file()?;
+            file = current.insert(self.writable_file()?);
             let added = file.put_record(
                 view.topic,
                 all().skip(done),
@@ -226,18 +235,19 @@ impl IndexService {
         }
         let mut progress = self.progress().max(commit_log.min_offset());
         let start = progress;
+        let mut current = None;
         while progress < commit_log.max_offset() {
             let Some(data) = commit_log.read_from(progress) else {
                 progress = commit_log.skip_unreadable(progress);
                 continue;
             };
             let mut pos = 0usize;
+            let mut newest = 0i64;
             while pos < data.len() {
                 match record::decode(&data[pos..], false) {
                     Ok(Decoded::Message(view)) => {
-                        self.index_record(&view)?;
-                        self.last_timestamp
-                            .fetch_max(view.store_timestamp, Ordering::AcqRel);
+                        self.index_record(&view, &mut current)?;
+                        newest = newest.max(view.store_timestamp);
                         pos += view.total_size as usize;
                     }
                     Ok(Decoded::EndOfFile) => {
@@ -255,6 +265,8 @@ impl IndexService {
             if pos != usize::MAX {
                 progress += pos as i64;
             }
+            // Once per chunk, not per record: the put path runs on the other core.
+            self.last_timestamp.fetch_max(newest, Ordering::AcqRel);
             self.progress.store(progress, Ordering::Release);
         }
         self.progress.store(progress, Ordering::Release);

@@ -21,6 +21,7 @@ pub mod java_hash;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message_store;
+mod padded;
 mod prefault;
 pub mod properties;
 pub mod reader;

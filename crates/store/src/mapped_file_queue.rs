@@ -2,6 +2,11 @@
 //!
 //! Readers take a snapshot of the file list (an `RwLock` held only to clone `Arc`s); the one
 //! writer goes through [`QueueWriter`], which holds the queue's write lock for its lifetime.
+//! The write lock also holds the writer's *tail*, the last file as the writer last saw it:
+//! appends reach it without the list's lock or reference-count traffic, which matter when
+//! puts alternate between cores (each locked instruction on a line the other core wrote is
+//! a cache miss). Every change to the list happens under the write lock and keeps the tail
+//! equal to the list's last file, or clears it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +16,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
 use crate::mapped_file::{parse_file_name, MappedFile};
+use crate::padded::Padded;
 
 /// A file mapped ahead of need, by offset; `None` while it is being prepared or after failure.
 type Spare = Arc<Mutex<Option<(u64, Arc<MappedFile>)>>>;
@@ -21,7 +27,8 @@ pub struct MappedFileQueue {
     dir: PathBuf,
     file_size: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
-    write_lock: Mutex<()>,
+    /// The write lock, holding the tail (`None` = not looked up yet).
+    write_lock: Padded<Mutex<Option<Arc<MappedFile>>>>,
     /// When set, the file after the current one is created and mapped by a background thread
     /// so that rolling to it costs the writer nothing (CommitLog files are 1 GiB).
     spare: Option<Spare>,
@@ -45,7 +52,7 @@ impl MappedFileQueue {
             dir: dir.into(),
             file_size,
             files: RwLock::new(Vec::new()),
-            write_lock: Mutex::new(()),
+            write_lock: Padded(Mutex::new(None)),
             spare: None,
             prefaulter: None,
         }
@@ -75,6 +82,7 @@ impl MappedFileQueue {
 
     /// Maps the existing files, in offset order. Names must be 20 digits and consecutive.
     pub fn load(&self) -> Result<()> {
+        let mut tail = self.write_lock.lock();
         let mut found = Vec::new();
         for name in self
             .storage
@@ -115,6 +123,7 @@ impl MappedFileQueue {
             files.push(Arc::new(file));
         }
         *self.files.write() = files;
+        *tail = None;
         Ok(())
     }
 
@@ -201,13 +210,14 @@ impl MappedFileQueue {
     pub fn writer(&self) -> QueueWriter<'_> {
         QueueWriter {
             queue: self,
-            _guard: self.write_lock.lock(),
+            tail: self.write_lock.lock(),
         }
     }
 
     /// Removes the files ending at or before `offset`, keeping at least the last file.
     /// Returns how many were deleted.
     pub fn delete_files_before(&self, offset: u64) -> Result<usize> {
+        // The last file is never deleted, so the writer's tail stays valid.
         let _w = self.write_lock.lock();
         let mut files = self.files.write();
         let mut n = 0;
@@ -225,20 +235,43 @@ impl MappedFileQueue {
 /// Exclusive writer of a [`MappedFileQueue`].
 pub struct QueueWriter<'a> {
     queue: &'a MappedFileQueue,
-    _guard: MutexGuard<'a, ()>,
+    tail: MutexGuard<'a, Option<Arc<MappedFile>>>,
 }
 
 impl QueueWriter<'_> {
+    /// The last file, if any.
+    pub fn tail(&mut self) -> Option<&Arc<MappedFile>> {
+        if self.tail.is_none() {
+            *self.tail = self.queue.last_file();
+        }
+        self.tail.as_ref()
+    }
+
+    /// Makes sure the tail has room, creating the first file (at `first_offset`) or the next
+    /// one when the last is full.
+    pub fn roll(&mut self, first_offset: u64) -> Result<&Arc<MappedFile>> {
+        let next = match self.tail() {
+            Some(last) if !last.is_full() => None,
+            Some(last) => Some(last.from_offset() + self.queue.file_size as u64),
+            None => Some(first_offset - first_offset % self.queue.file_size as u64),
+        };
+        if let Some(offset) = next {
+            let file = self.create(offset)?;
+            *self.tail = Some(file);
+        }
+        Ok(self.tail.as_ref().expect("tail set above"))
+    }
+
     /// The last file, creating the first one (at `first_offset`) or the next one when full.
     pub fn current_file(&mut self, first_offset: u64) -> Result<Arc<MappedFile>> {
-        if let Some(last) = self.queue.last_file() {
-            if !last.is_full() {
-                return Ok(last);
-            }
-            return self.create(last.from_offset() + self.queue.file_size as u64);
-        }
-        let aligned = first_offset - first_offset % self.queue.file_size as u64;
-        self.create(aligned)
+        self.roll(first_offset).cloned()
+    }
+
+    /// Writes `len` bytes produced by `fill` at the tail's write position and publishes
+    /// them. The tail must exist and have `len` bytes free ([`QueueWriter::roll`]).
+    pub fn append_tail(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) {
+        let file = self.tail.as_ref().expect("append_tail without a tail");
+        Self::append(self.queue, file, len, fill);
     }
 
     fn create(&mut self, offset: u64) -> Result<Arc<MappedFile>> {
@@ -283,30 +316,35 @@ impl QueueWriter<'_> {
         len: usize,
         fill: impl FnOnce(&mut [u8]),
     ) {
+        Self::append(self.queue, file, len, fill);
+    }
+
+    fn append(
+        queue: &MappedFileQueue,
+        file: &Arc<MappedFile>,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) {
         let pos = file.wrote();
         assert!(
             pos + len <= file.size(),
             "append past the end of {}",
             file.path().display()
         );
-        // SAFETY: we hold the write lock, so we are the only writer; pos is the write position
-        // and the assert above keeps the range inside the file.
+        // SAFETY: the caller holds the write lock (a `QueueWriter`), so it is the only writer;
+        // pos is the write position and the assert above keeps the range inside the file.
         let region = unsafe { file.region_mut(pos, len) };
         fill(region);
         file.publish(pos + len);
-        if let Some(p) = &self.queue.prefaulter {
+        if let Some(p) = &queue.prefaulter {
             p.hint(file);
         }
-    }
-
-    /// Marks the rest of `file` as used (after its end-of-file filler was written).
-    pub fn seal(&mut self, file: &MappedFile) {
-        file.publish(file.size());
     }
 
     /// Recovery: sets the write position to global `offset`; zeroes what lies above it in that
     /// file and deletes later files.
     pub fn truncate_to(&mut self, offset: u64) -> Result<()> {
+        *self.tail = None;
         let mut files = self.queue.files.write();
         while let Some(last) = files.last() {
             if last.from_offset() > offset {

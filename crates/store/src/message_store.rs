@@ -34,6 +34,7 @@ use crate::get::{GetMessageResult, GetMessageStatus};
 use crate::index_service::{IndexConfig, IndexService};
 use crate::io::{FsStorage, Storage};
 use crate::mapped_file::parse_file_name;
+use crate::padded::Padded;
 use crate::properties::{self, keys};
 use crate::record::{self, sys_flag, Decoded, MessageToStore, RecordView};
 use crate::schedule::ScheduleService;
@@ -107,12 +108,19 @@ pub struct MessageStore {
     pub(crate) storage: Arc<dyn Storage>,
     root: PathBuf,
     pub(crate) commit_log: CommitLog,
-    queues: RwLock<QueueTable>,
+    /// Every consume queue. Entries are only ever added (never removed or replaced), which is
+    /// what lets `put_queues` copy them.
+    queues: Padded<RwLock<QueueTable>>,
+    /// The put path's own copy of `queues`, used only by `dispatch`, which runs under the
+    /// CommitLog's put lock (so this mutex is never contended). It keeps appends off the
+    /// shared RwLock, whose reader count every lookup on every core writes.
+    put_queues: Padded<Mutex<QueueTable>>,
     pub(crate) index: IndexService,
     schedule: ScheduleService,
     delay_levels: Vec<i64>,
     memory_for_cache: i64,
-    listener: RwLock<Option<Arc<dyn MessageArrivingListener>>>,
+    /// Set once (by the broker); read without a lock on every put.
+    listener: std::sync::OnceLock<Arc<dyn MessageArrivingListener>>,
     group_commit: Arc<GroupCommit>,
     pub(crate) disk_full: AtomicBool,
     physic_flushed_ts: AtomicI64,
@@ -191,13 +199,14 @@ impl MessageStore {
                 config.commit_log_dir(),
                 config.mapped_file_size_commit_log,
             ),
-            queues: RwLock::new(FxHashMap::default()),
+            queues: Padded(RwLock::new(FxHashMap::default())),
+            put_queues: Padded(Mutex::new(FxHashMap::default())),
             index,
             schedule,
             delay_levels,
             memory_for_cache: total_physical_memory() / 100
                 * config.access_message_in_memory_max_ratio as i64,
-            listener: RwLock::new(None),
+            listener: std::sync::OnceLock::new(),
             group_commit: Arc::default(),
             disk_full: AtomicBool::new(false),
             physic_flushed_ts: AtomicI64::new(0),
@@ -279,9 +288,10 @@ impl MessageStore {
         &self.delay_levels
     }
 
-    /// Sets the listener told about new messages.
-    pub fn set_arriving_listener(&self, listener: Arc<dyn MessageArrivingListener>) {
-        *self.listener.write() = Some(listener);
+    /// Sets the listener told about new messages. There is one per store: returns `false`
+    /// (and keeps the first) when one was already set.
+    pub fn set_arriving_listener(&self, listener: Arc<dyn MessageArrivingListener>) -> bool {
+        self.listener.set(listener).is_ok()
     }
 
     // -- recovery -------------------------------------------------------------------------
@@ -499,7 +509,18 @@ impl MessageStore {
         } else {
             req.tags_code
         };
-        let cq = self.find_or_create_consume_queue(req.topic, req.queue_id);
+        let mut cache = self.put_queues.lock();
+        let cached = cache
+            .get(req.topic)
+            .is_some_and(|q| q.contains_key(&req.queue_id));
+        if !cached {
+            let cq = self.find_or_create_consume_queue(req.topic, req.queue_id);
+            cache
+                .entry(req.topic.to_owned())
+                .or_default()
+                .insert(req.queue_id, cq);
+        }
+        let cq = &cache[req.topic][&req.queue_id];
         cq.put(
             req.consume_queue_offset,
             CqUnit {
@@ -610,7 +631,7 @@ impl MessageStore {
             (true, Some(_)) => Some(self.group_commit.request()),
             _ => None,
         };
-        if let Some(listener) = self.listener.read().clone() {
+        if let Some(listener) = self.listener.get() {
             for (msg, r) in msgs.iter().zip(&results) {
                 listener.arriving(&msg.topic, msg.queue_id, r.logics_offset + 1, msg.tags_code);
             }

@@ -312,7 +312,7 @@ impl ConsumeQueue {
             tracing::warn!(topic = %self.topic, queue = self.queue_id, expected = end / CQ_UNIT_SIZE as u64, index, "consume queue gap filled with blank units");
         }
         while end <= target {
-            let file = writer.current_file(end)?;
+            let file = writer.roll(end)?;
             let at = file.from_offset() + file.wrote() as u64;
             if at != end {
                 return Err(StoreError::corrupt(
@@ -325,7 +325,7 @@ impl ConsumeQueue {
             } else {
                 CqUnit::BLANK.encode()
             };
-            writer.append_with(&file, CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
+            writer.append_tail(CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
             end += CQ_UNIT_SIZE as u64;
         }
         Ok(())

@@ -262,16 +262,24 @@ impl QueueWriter<'_> {
         Ok(self.tail.as_ref().expect("tail set above"))
     }
 
-    /// The last file, creating the first one (at `first_offset`) or the next one when full.
-    pub fn current_file(&mut self, first_offset: u64) -> Result<Arc<MappedFile>> {
-        self.roll(first_offset).cloned()
-    }
-
     /// Writes `len` bytes produced by `fill` at the tail's write position and publishes
     /// them. The tail must exist and have `len` bytes free ([`QueueWriter::roll`]).
     pub fn append_tail(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) {
         let file = self.tail.as_ref().expect("append_tail without a tail");
-        Self::append(self.queue, file, len, fill);
+        let pos = file.wrote();
+        assert!(
+            pos + len <= file.size(),
+            "append past the end of {}",
+            file.path().display()
+        );
+        // SAFETY: we hold the write lock (`self.tail`), so we are the only writer; pos is the
+        // write position and the assert above keeps the range inside the file.
+        let region = unsafe { file.region_mut(pos, len) };
+        fill(region);
+        file.publish(pos + len);
+        if let Some(p) = &self.queue.prefaulter {
+            p.hint(file);
+        }
     }
 
     fn create(&mut self, offset: u64) -> Result<Arc<MappedFile>> {
@@ -306,39 +314,6 @@ impl QueueWriter<'_> {
             }
         }
         Ok(file)
-    }
-
-    /// Writes `len` bytes produced by `fill` at the write position of `file` and publishes them.
-    /// `file` must be this queue's current file and have `len` bytes free.
-    pub fn append_with(
-        &mut self,
-        file: &Arc<MappedFile>,
-        len: usize,
-        fill: impl FnOnce(&mut [u8]),
-    ) {
-        Self::append(self.queue, file, len, fill);
-    }
-
-    fn append(
-        queue: &MappedFileQueue,
-        file: &Arc<MappedFile>,
-        len: usize,
-        fill: impl FnOnce(&mut [u8]),
-    ) {
-        let pos = file.wrote();
-        assert!(
-            pos + len <= file.size(),
-            "append past the end of {}",
-            file.path().display()
-        );
-        // SAFETY: the caller holds the write lock (a `QueueWriter`), so it is the only writer;
-        // pos is the write position and the assert above keeps the range inside the file.
-        let region = unsafe { file.region_mut(pos, len) };
-        fill(region);
-        file.publish(pos + len);
-        if let Some(p) = &queue.prefaulter {
-            p.hint(file);
-        }
     }
 
     /// Recovery: sets the write position to global `offset`; zeroes what lies above it in that

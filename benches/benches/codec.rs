@@ -2,7 +2,9 @@
 
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use rocketpy_remoting::{frame, RemotingCommand, SerializeType};
+use rocketpy_protocol::frame;
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_protocol::SerializeType;
 
 fn request(st: SerializeType) -> RemotingCommand {
     let mut cmd = RemotingCommand::request(310)

@@ -3,7 +3,8 @@
 
 use rocketpy_benches::measure::rate;
 use rocketpy_benches::{message, open_store};
-use rocketpy_store::{properties, GetMessageStatus};
+use rocketpy_protocol::message::properties;
+use rocketpy_store::GetMessageStatus;
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {

@@ -7,7 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocketpy_store::{java_hash, properties, MessageStore, MessageToStore, StoreConfig};
+use rocketpy_protocol::message::java_hash;
+use rocketpy_protocol::message::properties;
+use rocketpy_protocol::message::record::MessageToStore;
+use rocketpy_store::{MessageStore, StoreConfig};
 
 /// A store in `dir` with CommitLog files of `file_size` bytes.
 pub fn open_store(dir: &Path, file_size: usize) -> Arc<MessageStore> {

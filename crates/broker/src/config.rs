@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use rocketpy_store::{validate_topic, StoreConfig};
+use rocketpy_protocol::topic::validate_topic;
+use rocketpy_store::StoreConfig;
 
 use crate::error::{BrokerError, Result};
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use rocketpy_remoting::protocol::{ConsumerData, SubscriptionData};
+use rocketpy_protocol::body::{ConsumerData, SubscriptionData};
 use rocketpy_remoting::Connection;
 
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::RwLock;
-use rocketpy_remoting::protocol::fastjson;
+use rocketpy_protocol::body::fastjson;
 use rocketpy_store::StoreError;
 use serde::{Deserialize, Serialize};
 

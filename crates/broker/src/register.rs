@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketpy_remoting::code::{request, response};
-use rocketpy_remoting::protocol::RegisterBrokerBody;
-use rocketpy_remoting::RemotingCommand;
+use rocketpy_protocol::body::RegisterBrokerBody;
+use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::RemotingCommand;
 
 use crate::BrokerInner;
 
@@ -55,7 +55,7 @@ pub async fn register_all(broker: &Arc<BrokerInner>) {
         };
         let broker = broker.clone();
         tasks.push(tokio::spawn(async move {
-            req.opaque = rocketpy_remoting::command::next_opaque();
+            req.opaque = rocketpy_protocol::command::next_opaque();
             match broker.namesrv.invoke(&addr, req, timeout).await {
                 Ok(resp) if resp.code == response::SUCCESS => {
                     tracing::debug!(namesrv = %addr, "registered with name server");

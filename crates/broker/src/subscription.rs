@@ -2,8 +2,8 @@
 
 use std::collections::HashSet;
 
-use rocketpy_remoting::protocol::SubscriptionData;
-use rocketpy_store::java_hash::java_string_hash;
+use rocketpy_protocol::body::SubscriptionData;
+use rocketpy_protocol::message::java_hash::java_string_hash;
 
 /// The expression that matches everything.
 pub const SUB_ALL: &str = "*";

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use parking_lot::RwLock;
-use rocketpy_remoting::protocol::{fastjson, DataVersion};
+use rocketpy_protocol::body::{fastjson, DataVersion};
 use rocketpy_store::StoreError;
 use serde::{Deserialize, Serialize};
 

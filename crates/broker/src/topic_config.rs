@@ -4,10 +4,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use parking_lot::RwLock;
-use rocketpy_remoting::protocol::{
+use rocketpy_protocol::body::{
     fastjson, perm, DataVersion, TopicConfig, TopicConfigSerializeWrapper,
 };
-use rocketpy_store::{validate_topic, StoreError};
+use rocketpy_protocol::topic::validate_topic;
+use rocketpy_store::StoreError;
 
 use crate::config::BrokerConfig;
 use crate::config_file;

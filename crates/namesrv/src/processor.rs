@@ -2,11 +2,10 @@
 
 use std::sync::Arc;
 
-use rocketpy_remoting::code::{request, response};
-use rocketpy_remoting::protocol::{fastjson, RegisterBrokerBody};
-use rocketpy_remoting::{
-    Connection, ProcessError, ProcessResult, ProcessorTable, RemotingCommand, Reply,
-};
+use rocketpy_protocol::body::{fastjson, RegisterBrokerBody};
+use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
 use serde::Serialize;
 
 use crate::route_info::{Registration, RouteInfoManager};

@@ -9,9 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use rocketpy_remoting::protocol::{
-    BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData,
-};
+use rocketpy_protocol::body::{BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData};
 use serde::Serialize;
 
 /// A registration, as carried by REGISTER_BROKER.

@@ -8,9 +8,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_protocol::SerializeType;
 use rocketpy_remoting::{
-    ClientConfig, Connection, RemotingClient as NativeClient, RemotingCommand, Reply,
-    RequestHandler, SerializeType,
+    ClientConfig, Connection, RemotingClient as NativeClient, Reply, RequestHandler,
 };
 
 use crate::callbacks;
@@ -102,7 +103,7 @@ impl RequestHandler for PyRequestHandler {
         let answer = (!request.is_oneway()).then(|| {
             RemotingCommand::response_to(
                 &request,
-                rocketpy_remoting::code::response::REQUEST_CODE_NOT_SUPPORTED,
+                rocketpy_protocol::code::response::REQUEST_CODE_NOT_SUPPORTED,
             )
             .with_remark(format!(
                 " request type {} not supported by rocketpy's client",
@@ -257,7 +258,7 @@ impl RemotingClient {
         concurrency: usize,
         fail_on_data_loss: bool,
     ) -> PyResult<(Bound<'py, pyo3::types::PyDict>, i64)> {
-        let spec = rocketpy_remoting::pull_range::PullSpec {
+        let spec = crate::pull_range::PullSpec {
             addr: addr.to_owned(),
             group: group.to_owned(),
             topic: topic.to_owned(),

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
+use crate::pull_range::{pull_range, PullSpec, Window};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
-use rocketpy_remoting::pull_range::{pull_range, PullSpec, Window};
 use rocketpy_remoting::RemotingClient as NativeClient;
 use rocketpy_store::columnar::{ColumnBatch, TagFilter, VarColumn};
 use rocketpy_store::reader::StoreReader as NativeReader;
@@ -154,7 +154,7 @@ impl StoreReader {
     }
 }
 
-/// Pulls offsets `[start, end)` from the broker (see `rocketpy_remoting::pull_range`) and
+/// Pulls offsets `[start, end)` from the broker (see `crate::pull_range`) and
 /// builds the columns, all with the GIL released.
 pub fn pull_columns<'py>(
     py: Python<'py>,

@@ -5,6 +5,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use rocketpy_broker::BrokerError as NativeBrokerError;
+use rocketpy_protocol::ProtocolError;
 use rocketpy_remoting::RemotingError as NativeRemotingError;
 use rocketpy_store::StoreError as NativeStoreError;
 
@@ -72,9 +73,9 @@ pub fn remoting(e: NativeRemotingError) -> PyErr {
         NativeRemotingError::Connect { .. } | NativeRemotingError::ConnectionClosed(_) => {
             RemotingConnectError::new_err(msg)
         }
-        NativeRemotingError::Malformed(_) | NativeRemotingError::FrameTooLarge(_) => {
-            CorruptDataError::new_err(msg)
-        }
+        NativeRemotingError::Protocol(
+            ProtocolError::Malformed(_) | ProtocolError::FrameTooLarge(_),
+        ) => CorruptDataError::new_err(msg),
         _ => RemotingError::new_err(msg),
     }
 }

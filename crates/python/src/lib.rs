@@ -9,6 +9,7 @@ mod errors;
 mod json;
 mod logging;
 mod message;
+mod pull_range;
 mod runtime;
 mod server;
 mod store;

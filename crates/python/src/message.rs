@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
-use rocketpy_store::properties::{self, keys};
-use rocketpy_store::record::{self, sys_flag, RecordView};
+use rocketpy_protocol::message::properties::{self, keys};
+use rocketpy_protocol::message::record::{self, sys_flag, RecordView};
 
 use crate::buffer::BytesView;
 use crate::errors::CorruptDataError;
@@ -252,7 +252,7 @@ pub fn decode_properties(text: &str) -> HashMap<String, String> {
 /// Java's `String.hashCode()` (tags codes, index keys).
 #[pyfunction]
 pub fn java_string_hash(s: &str) -> i32 {
-    rocketpy_store::java_hash::java_string_hash(s)
+    rocketpy_protocol::message::java_hash::java_string_hash(s)
 }
 
 /// A SEND_BATCH_MESSAGE body from `(flag, body, properties)` items: for each,
@@ -264,7 +264,7 @@ pub fn encode_batch<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::with_capacity(items.iter().map(|(_, b, p)| 22 + b.len() + p.len()).sum());
     for (flag, body, props) in &items {
-        rocketpy_broker::processor::send::encode_batch_item(&mut out, *flag, body, props)
+        rocketpy_protocol::message::batch::encode_batch_item(&mut out, *flag, body, props)
             .map_err(crate::errors::InvalidArgumentError::new_err)?;
     }
     Ok(PyBytes::new(py, &out))

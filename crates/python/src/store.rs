@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use rocketpy_store::{
-    java_hash, properties, GetMessageStatus, MessageStore, MessageToStore, PutStatus, StoreConfig,
-};
+use rocketpy_protocol::message::java_hash;
+use rocketpy_protocol::message::properties;
+use rocketpy_protocol::message::record::MessageToStore;
+use rocketpy_store::{GetMessageStatus, MessageStore, PutStatus, StoreConfig};
 
 use crate::errors;
 use crate::message::MessageExt;

@@ -7,9 +7,9 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 
-use crate::command::RemotingCommand;
 use crate::connection::{Connection, ConnectionConfig, Reply, RequestHandler};
 use crate::error::{RemotingError, Result};
+use rocketpy_protocol::RemotingCommand;
 
 /// Client settings.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ impl RequestHandler for Unsupported {
         Reply::Now(Some(
             RemotingCommand::response_to(
                 &request,
-                crate::code::response::REQUEST_CODE_NOT_SUPPORTED,
+                rocketpy_protocol::code::response::REQUEST_CODE_NOT_SUPPORTED,
             )
             .with_remark(format!(" request type {} not supported", request.code)),
         ))

@@ -27,9 +27,9 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::command::RemotingCommand;
 use crate::error::{RemotingError, Result};
-use crate::frame;
+use rocketpy_protocol::frame;
+use rocketpy_protocol::RemotingCommand;
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

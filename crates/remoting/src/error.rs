@@ -1,6 +1,9 @@
-//! Errors of the remoting layer: malformed frames, transport failures, timeouts.
+//! Errors of the remoting layer: transport failures and timeouts, and the protocol errors of
+//! the frames it moves.
 
 use std::io;
+
+use rocketpy_protocol::ProtocolError;
 
 /// Result alias for the remoting crate.
 pub type Result<T> = std::result::Result<T, RemotingError>;
@@ -9,26 +12,9 @@ pub type Result<T> = std::result::Result<T, RemotingError>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RemotingError {
-    /// The bytes on the wire do not form a valid frame or header.
-    #[error("malformed frame: {0}")]
-    Malformed(String),
-    /// A frame announced a length above the 16 MiB limit (or below the minimum).
-    #[error("frame length {0} outside 4..={max}", max = crate::frame::MAX_FRAME_LEN)]
-    FrameTooLarge(i64),
-    /// A request header lacks a field the request code requires.
-    #[error("missing required header field `{0}`")]
-    MissingField(&'static str),
-    /// A header field is present but cannot be parsed as the expected type.
-    #[error("invalid header field `{field}`: {value:?}")]
-    InvalidField {
-        /// The extFields key.
-        field: &'static str,
-        /// The offending value.
-        value: String,
-    },
-    /// A JSON body or header did not (de)serialize.
-    #[error("json: {0}")]
-    Json(#[from] serde_json::Error),
+    /// The bytes do not follow the protocol (see [`ProtocolError`]).
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
     /// Socket-level failure.
     #[error("io: {0}")]
     Io(#[from] io::Error),

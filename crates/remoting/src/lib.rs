@@ -1,24 +1,16 @@
-//! The RocketMQ 4.x remoting protocol.
+//! The RocketMQ 4.x remoting transport: tokio code that only moves frames. What a frame holds
+//! and how it is encoded is `rocketpy-protocol`'s.
 //!
-//! - [`frame`], [`header_json`], [`header_binary`]: the I/O-free codec (pure functions).
-//! - [`connection`], [`server`], [`client`]: tokio transport that only moves frames.
-//! - [`protocol`]: JSON bodies (routes, topic configs, heartbeats).
+//! - [`connection`], [`server`], [`client`]: connections, a listening server, a pooling client.
+//! - [`processor`]: dispatch of requests to processors by request code.
 
 pub mod client;
-pub mod code;
-pub mod command;
 pub mod connection;
 pub mod error;
-pub mod frame;
-pub mod header_binary;
-pub mod header_json;
 pub mod processor;
-pub mod protocol;
-pub mod pull_range;
 pub mod server;
 
 pub use client::{ClientConfig, RemotingClient};
-pub use command::{ExtFields, RemotingCommand, SerializeType};
 pub use connection::{BoxFuture, Connection, Reply, RequestHandler};
 pub use error::{RemotingError, Result};
 pub use processor::{ProcessError, ProcessResult, ProcessorTable, RequestProcessor};

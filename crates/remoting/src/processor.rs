@@ -3,10 +3,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::code::response;
-use crate::command::RemotingCommand;
 use crate::connection::{Connection, Reply, RequestHandler};
 use crate::error::RemotingError;
+use rocketpy_protocol::code::response;
+use rocketpy_protocol::ProtocolError;
+use rocketpy_protocol::RemotingCommand;
 
 /// A failed request, answered with `code` and `remark`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,9 +33,16 @@ impl ProcessError {
     }
 }
 
-impl From<RemotingError> for ProcessError {
+impl From<ProtocolError> for ProcessError {
     /// Header and body decoding errors are SYSTEM_ERROR with the reason as remark, as in
     /// RocketMQ (whose remark for a missing field is "the custom field <x> is null").
+    fn from(e: ProtocolError) -> Self {
+        ProcessError::new(response::SYSTEM_ERROR, e.to_string())
+    }
+}
+
+impl From<RemotingError> for ProcessError {
+    /// Transport errors of a request the processor made itself; SYSTEM_ERROR as above.
     fn from(e: RemotingError) -> Self {
         ProcessError::new(response::SYSTEM_ERROR, e.to_string())
     }

@@ -47,7 +47,11 @@ struct Tracked {
 }
 
 impl RequestHandler for Tracked {
-    fn handle(&self, conn: &Arc<Connection>, request: crate::RemotingCommand) -> crate::Reply {
+    fn handle(
+        &self,
+        conn: &Arc<Connection>,
+        request: rocketpy_protocol::RemotingCommand,
+    ) -> crate::Reply {
         self.table.handle(conn, request)
     }
 

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use crate::error::{Result, StoreError};
 use crate::message_store::MessageStore;
-use crate::record::{self, Decoded};
+use rocketpy_protocol::message::record::{self, Decoded};
 
 /// Most CommitLog files deleted per round (RocketMQ's `DELETE_FILES_BATCH_MAX`).
 pub const DELETE_FILES_BATCH_MAX: usize = 10;

@@ -12,8 +12,8 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use crate::error::{Result, StoreError};
-use crate::properties::{self, keys};
-use crate::record::{self, sys_flag, RecordView};
+use rocketpy_protocol::message::properties::{self, keys};
+use rocketpy_protocol::message::record::{self, sys_flag, RecordView};
 
 /// Variable-size bytes a batch holds at most before [`ColumnBatch::is_full`] says so.
 pub const MAX_BATCH_BYTES: usize = 256 * 1024 * 1024;

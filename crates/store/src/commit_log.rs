@@ -21,7 +21,9 @@ use bytes::Bytes;
 use crate::error::{Result, StoreError};
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::padded::Padded;
-use crate::record::{self, sys_flag, Decoded, MessageToStore, Placement, RecordView};
+use rocketpy_protocol::message::record::{
+    self, sys_flag, Decoded, MessageToStore, Placement, RecordView,
+};
 
 /// Where a message went.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 //! consume queue alone when it is due.
 
 use crate::error::{Result, StoreError};
-use crate::java_hash;
-use crate::properties::{self, keys};
+use rocketpy_protocol::message::java_hash;
+use rocketpy_protocol::message::properties::{self, keys};
 
 /// The system topic holding delayed messages.
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";

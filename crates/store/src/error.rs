@@ -80,3 +80,19 @@ impl StoreError {
         }
     }
 }
+
+impl From<rocketpy_protocol::ProtocolError> for StoreError {
+    /// Records and names that do not follow the format: corrupt data when read from a file,
+    /// invalid arguments when a caller passed them.
+    fn from(e: rocketpy_protocol::ProtocolError) -> Self {
+        use rocketpy_protocol::ProtocolError as P;
+        match e {
+            P::Corrupt { what, reason } => StoreError::Corrupt { what, reason },
+            P::InvalidArgument(reason) => StoreError::InvalidArgument(reason),
+            other => StoreError::Corrupt {
+                what: "message".into(),
+                reason: other.to_string(),
+            },
+        }
+    }
+}

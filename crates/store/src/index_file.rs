@@ -17,7 +17,7 @@ use parking_lot::RwLock;
 
 use crate::error::{Result, StoreError};
 use crate::io::{Region, Storage};
-use crate::java_hash::{java_string_hash, java_string_hash_concat};
+use rocketpy_protocol::message::java_hash::{java_string_hash, java_string_hash_concat};
 
 /// Header size.
 pub const HEADER_SIZE: usize = 40;

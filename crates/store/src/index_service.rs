@@ -16,8 +16,8 @@ use crate::commit_log::CommitLog;
 use crate::error::{Result, StoreError};
 use crate::index_file::{index_file_name, IndexFile};
 use crate::io::Storage;
-use crate::properties::{self, keys};
-use crate::record::{self, sys_flag, Decoded, RecordView};
+use rocketpy_protocol::message::properties::{self, keys};
+use rocketpy_protocol::message::record::{self, sys_flag, Decoded, RecordView};
 
 /// Index settings (`messageIndexEnable`, `maxHashSlotNum`, `maxIndexNum`).
 #[derive(Debug, Clone, Copy)]

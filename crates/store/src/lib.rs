@@ -17,18 +17,14 @@ pub mod get;
 pub mod index_file;
 pub mod index_service;
 pub mod io;
-pub mod java_hash;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message_store;
 mod padded;
 mod prefault;
-pub mod properties;
 pub mod reader;
-pub mod record;
 pub mod schedule;
 pub mod sim;
-pub mod topic;
 
 pub use cleanup::CleanReport;
 pub use commit_log::AppendResult;
@@ -41,8 +37,6 @@ pub use io::{FsStorage, Storage};
 pub use message_store::{
     Appended, MessageArrivingListener, MessageStore, PutMessageResult, PutStatus,
 };
-pub use record::MessageToStore;
-pub use topic::validate_topic;
 
 /// Wall-clock milliseconds as the store reads them (for callers that pass `now` explicitly).
 pub fn message_store_now() -> i64 {

@@ -35,10 +35,10 @@ use crate::index_service::{IndexConfig, IndexService};
 use crate::io::{FsStorage, Storage};
 use crate::mapped_file::parse_file_name;
 use crate::padded::Padded;
-use crate::properties::{self, keys};
-use crate::record::{self, sys_flag, Decoded, MessageToStore, RecordView};
 use crate::schedule::ScheduleService;
-use crate::topic::validate_topic;
+use rocketpy_protocol::message::properties::{self, keys};
+use rocketpy_protocol::message::record::{self, sys_flag, Decoded, MessageToStore, RecordView};
+use rocketpy_protocol::topic::validate_topic;
 
 /// Told when a message becomes readable (wakes long-polling pulls).
 pub trait MessageArrivingListener: Send + Sync {

@@ -14,7 +14,7 @@ use memmap2::Mmap;
 use crate::columnar::{ColumnBatch, TagFilter};
 use crate::consume_queue::{CqUnit, CQ_UNIT_SIZE};
 use crate::error::{Result, StoreError};
-use crate::record::{self, Decoded};
+use rocketpy_protocol::message::record::{self, Decoded};
 
 struct Mapped {
     start: u64,
@@ -151,7 +151,7 @@ impl StoreReader {
 
     /// Queue ids of `topic`, sorted.
     pub fn queue_ids(&self, topic: &str) -> Result<Vec<i32>> {
-        crate::topic::validate_topic(topic)?;
+        rocketpy_protocol::topic::validate_topic(topic)?;
         let mut out = Vec::new();
         if let Ok(entries) = std::fs::read_dir(self.root.join("consumequeue").join(topic)) {
             for e in entries.flatten() {
@@ -165,7 +165,7 @@ impl StoreReader {
     }
 
     fn queue(&self, topic: &str, queue_id: i32) -> Result<QueueFiles> {
-        crate::topic::validate_topic(topic)?;
+        rocketpy_protocol::topic::validate_topic(topic)?;
         let dir = self
             .root
             .join("consumequeue")

@@ -21,9 +21,9 @@ use crate::consume_queue::ConsumeQueue;
 use crate::delay::SCHEDULE_TOPIC;
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
-use crate::java_hash;
-use crate::properties::{self, keys};
-use crate::record::{self, Decoded, MessageToStore};
+use rocketpy_protocol::message::java_hash;
+use rocketpy_protocol::message::properties::{self, keys};
+use rocketpy_protocol::message::record::{self, Decoded, MessageToStore};
 
 /// Property marking a delivered copy with its origin (`level:scheduleOffset`).
 pub const SCHEDULE_ORIGIN: &str = "SCHEDULE_ORIGIN";

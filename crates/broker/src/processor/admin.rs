@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use rocketpy_remoting::code::response;
-use rocketpy_remoting::protocol::TopicConfig;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
-use rocketpy_store::validate_topic;
+use rocketpy_protocol::body::TopicConfig;
+use rocketpy_protocol::code::response;
+use rocketpy_protocol::topic::validate_topic;
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
 use super::ok;
 use crate::topic_config::AUTO_CREATE_TOPIC_KEY_TOPIC;
@@ -84,7 +85,7 @@ pub fn update_subscription_group(
     req: &RemotingCommand,
 ) -> ProcessResult {
     let cfg: crate::subscription_group::SubscriptionGroupConfig =
-        rocketpy_remoting::protocol::fastjson::from_slice(&req.body).map_err(|e| {
+        rocketpy_protocol::body::fastjson::from_slice(&req.body).map_err(|e| {
             ProcessError::new(
                 response::SYSTEM_ERROR,
                 format!("invalid SubscriptionGroupConfig: {e}"),

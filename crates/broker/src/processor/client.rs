@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use rocketpy_remoting::code::{request, response};
-use rocketpy_remoting::protocol::{fastjson, ConsumerListBody, HeartbeatData};
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
-use rocketpy_store::validate_topic;
+use rocketpy_protocol::body::{fastjson, ConsumerListBody, HeartbeatData};
+use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::topic::validate_topic;
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
 use super::ok;
 use crate::consumer_manager::Changed;

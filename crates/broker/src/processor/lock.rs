@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use rocketpy_remoting::code::response;
-use rocketpy_remoting::protocol::fastjson;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
+use rocketpy_protocol::body::fastjson;
+use rocketpy_protocol::code::response;
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use serde::{Deserialize, Serialize};
 
 use super::ok;

@@ -11,8 +11,9 @@ pub mod send;
 
 use std::sync::{Arc, OnceLock};
 
-use rocketpy_remoting::code::{request, response};
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, RemotingCommand};
+use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable};
 
 use crate::BrokerInner;
 

@@ -2,8 +2,9 @@
 
 use std::sync::Arc;
 
-use rocketpy_remoting::code::response;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
+use rocketpy_protocol::code::response;
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
 use super::ok;
 use crate::BrokerInner;

@@ -7,9 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketpy_remoting::code::response;
-use rocketpy_remoting::protocol::perm;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
+use rocketpy_protocol::body::perm;
+use rocketpy_protocol::code::response;
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use rocketpy_store::GetMessageStatus;
 
 use super::ok;

@@ -6,12 +6,14 @@
 
 use std::sync::Arc;
 
-use rocketpy_remoting::code::response;
-use rocketpy_remoting::protocol::perm;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, RemotingCommand, Reply};
-use rocketpy_store::properties::{self, keys};
-use rocketpy_store::record::{self, Decoded};
-use rocketpy_store::{java_hash, MessageToStore};
+use rocketpy_protocol::body::perm;
+use rocketpy_protocol::code::response;
+use rocketpy_protocol::message::java_hash;
+use rocketpy_protocol::message::properties::{self, keys};
+use rocketpy_protocol::message::record::MessageToStore;
+use rocketpy_protocol::message::record::{self, Decoded};
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
 use super::ok;
 use super::send::store_error;

@@ -2,10 +2,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use rocketpy_remoting::code::response;
+use rocketpy_protocol::code::response;
+use rocketpy_protocol::{RemotingCommand, SerializeType};
 use rocketpy_remoting::{
-    ClientConfig, ProcessorTable, RemotingClient, RemotingCommand, RemotingServer, Reply,
-    SerializeType, ServerConfig,
+    ClientConfig, ProcessorTable, RemotingClient, RemotingServer, Reply, ServerConfig,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

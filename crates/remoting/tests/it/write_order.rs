@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use rocketpy_protocol::{frame, RemotingCommand};
 use rocketpy_remoting::connection::ConnectionConfig;
-use rocketpy_remoting::{frame, Connection, RemotingCommand, Reply, RequestHandler};
+use rocketpy_remoting::{Connection, Reply, RequestHandler};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream};
 

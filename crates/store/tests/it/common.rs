@@ -2,7 +2,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use rocketpy_store::{java_hash, properties, MessageStore, MessageToStore, StoreConfig};
+use rocketpy_protocol::message::java_hash;
+use rocketpy_protocol::message::properties;
+use rocketpy_protocol::message::record::MessageToStore;
+use rocketpy_store::{MessageStore, StoreConfig};
 
 pub fn config(root: &Path, commit_log_file: usize, cq_file: usize) -> StoreConfig {
     let mut c = StoreConfig::new(root);
@@ -33,14 +36,15 @@ pub fn message(topic: &str, queue_id: i32, body: Vec<u8>, tags: &str) -> Message
 }
 
 pub fn body_of(record: &[u8]) -> Vec<u8> {
-    match rocketpy_store::record::decode(record, true).unwrap() {
-        rocketpy_store::record::Decoded::Message(v) => v.body.to_vec(),
+    match rocketpy_protocol::message::record::decode(record, true).unwrap() {
+        rocketpy_protocol::message::record::Decoded::Message(v) => v.body.to_vec(),
         other => panic!("not a message: {other:?}"),
     }
 }
 
+use rocketpy_protocol::message::record::MessageToStore as Msg;
 use rocketpy_store::sim::SimStorage;
-use rocketpy_store::{FlushDiskType, GetMessageStatus, MessageToStore as Msg};
+use rocketpy_store::{FlushDiskType, GetMessageStatus};
 
 /// A small store on the simulated disk: 64 KiB CommitLog files, 100-unit consume-queue files,
 /// a tiny index.

@@ -3,14 +3,15 @@
 
 use std::time::{Duration, Instant};
 
+use rocketpy_protocol::message::properties;
+use rocketpy_protocol::message::record::{self, Decoded};
 use rocketpy_store::delay::SCHEDULE_TOPIC;
-use rocketpy_store::record::{self, Decoded};
 use rocketpy_store::sim::{PowerLoss, SimStorage};
-use rocketpy_store::{properties, FlushDiskType, GetMessageStatus, MessageStore};
+use rocketpy_store::{FlushDiskType, GetMessageStatus, MessageStore};
 
 use crate::common::{number_of, numbered, open_sim, read_all, sim_config};
 
-fn delayed(i: u32, level: u32) -> rocketpy_store::MessageToStore {
+fn delayed(i: u32, level: u32) -> rocketpy_protocol::message::record::MessageToStore {
     let mut m = numbered("Real", 2, i);
     m.properties
         .push_str(&properties::encode([("DELAY", level.to_string().as_str())]));

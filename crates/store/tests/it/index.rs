@@ -1,6 +1,6 @@
 //! Query by key through the IndexFile, and look-up by offset message id.
 
-use rocketpy_store::record::{self, Decoded};
+use rocketpy_protocol::message::record::{self, Decoded};
 use rocketpy_store::sim::{PowerLoss, SimStorage};
 use rocketpy_store::{FlushDiskType, MessageStore};
 

@@ -58,7 +58,7 @@ fn tag_filter_skips_units() {
         let tag = if i % 2 == 0 { "A" } else { "B" };
         store.put_message(message("T", 0, vec![i], tag)).unwrap();
     }
-    let code_a = rocketpy_store::java_hash::tags_code(Some("A"));
+    let code_a = rocketpy_protocol::message::java_hash::tags_code(Some("A"));
     let filter = move |code: i64| code == code_a;
     let r = store.get_message("T", 0, 0, 32, Some(&filter));
     assert_eq!(r.messages.len(), 5);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::code::LanguageCode;
 use crate::command::{ExtFields, RemotingCommand, SerializeType};
-use crate::error::{RemotingError, Result};
+use crate::error::{ProtocolError, Result};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -66,7 +66,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<()> {
 /// accepted and turned into their JSON text; `null` values are dropped.
 pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
     let header: HeaderIn = serde_json::from_slice(bytes)
-        .map_err(|e| RemotingError::Malformed(format!("header is not valid JSON: {e}")))?;
+        .map_err(|e| ProtocolError::Malformed(format!("header is not valid JSON: {e}")))?;
     let mut ext_fields = ExtFields::new();
     for (key, value) in header.ext_fields.unwrap_or_default() {
         let text = match value {

@@ -10,12 +10,12 @@ use bytes::BufMut;
 
 use crate::code::LanguageCode;
 use crate::command::{ExtFields, RemotingCommand, SerializeType};
-use crate::error::{RemotingError, Result};
+use crate::error::{ProtocolError, Result};
 
 /// Appends the binary header of `cmd` to `out`.
 pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<()> {
     let code = i16::try_from(cmd.code)
-        .map_err(|_| RemotingError::Malformed(format!("code {} does not fit i16", cmd.code)))?;
+        .map_err(|_| ProtocolError::Malformed(format!("code {} does not fit i16", cmd.code)))?;
     let version = i16::try_from(cmd.version).unwrap_or(i16::MAX);
     out.put_i16(code);
     out.put_u8(cmd.language.code());
@@ -37,7 +37,7 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<()> {
     out.put_i32(ext_len as i32);
     for (key, value) in &cmd.ext_fields {
         let key_len = i16::try_from(key.len())
-            .map_err(|_| RemotingError::Malformed(format!("header key too long: {key:.40}")))?;
+            .map_err(|_| ProtocolError::Malformed(format!("header key too long: {key:.40}")))?;
         out.put_i16(key_len);
         out.put_slice(key.as_bytes());
         out.put_i32(value.len() as i32);
@@ -54,7 +54,7 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         if self.buf.len() < n {
-            return Err(RemotingError::Malformed(format!(
+            return Err(ProtocolError::Malformed(format!(
                 "binary header truncated reading {what}"
             )));
         }
@@ -77,13 +77,13 @@ impl<'a> Reader<'a> {
         usize::try_from(len)
             .ok()
             .filter(|n| *n <= self.buf.len())
-            .ok_or_else(|| RemotingError::Malformed(format!("bad {what} length {len}")))
+            .ok_or_else(|| ProtocolError::Malformed(format!("bad {what} length {len}")))
     }
 
     fn string(&mut self, len: usize, what: &str) -> Result<String> {
         let raw = self.take(len, what)?;
         String::from_utf8(raw.to_vec())
-            .map_err(|_| RemotingError::Malformed(format!("{what} is not UTF-8")))
+            .map_err(|_| ProtocolError::Malformed(format!("{what} is not UTF-8")))
     }
 }
 

@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 use bytes::Bytes;
 
-use crate::error::{Result, StoreError};
+use crate::error::{ProtocolError, Result};
 
 /// MAGICCODE of a message record.
 pub const MESSAGE_MAGIC_CODE: i32 = 0xDAA3_20A7_u32 as i32;
@@ -102,13 +102,13 @@ impl MessageToStore {
     /// The encoded record length, after checking the variable fields fit their length prefixes.
     pub fn record_len(&self) -> Result<usize> {
         if self.topic.is_empty() || self.topic.len() > 127 {
-            return Err(StoreError::InvalidArgument(format!(
+            return Err(ProtocolError::InvalidArgument(format!(
                 "topic length {} outside 1..=127",
                 self.topic.len()
             )));
         }
         if self.properties.len() > i16::MAX as usize {
-            return Err(StoreError::InvalidArgument(format!(
+            return Err(ProtocolError::InvalidArgument(format!(
                 "properties of {} bytes exceed 32767",
                 self.properties.len()
             )));
@@ -246,7 +246,7 @@ impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.pos.checked_add(n).filter(|e| *e <= self.buf.len());
         let Some(end) = end else {
-            return Err(StoreError::corrupt(
+            return Err(ProtocolError::corrupt(
                 "commitlog record",
                 format!(
                     "field at {} overruns the record of {} bytes",
@@ -290,7 +290,7 @@ impl<'a> Reader<'a> {
     }
     fn len_prefixed(&mut self, len: i64, what: &str) -> Result<&'a [u8]> {
         if len < 0 {
-            return Err(StoreError::corrupt(
+            return Err(ProtocolError::corrupt(
                 "commitlog record",
                 format!("negative {what} length {len}"),
             ));
@@ -318,7 +318,7 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Result<Decoded<'_>> {
         return if buf.iter().all(|b| *b == 0) {
             Ok(Decoded::Empty)
         } else {
-            Err(StoreError::corrupt(
+            Err(ProtocolError::corrupt(
                 "commitlog",
                 "fewer than 8 bytes left and not zero",
             ))
@@ -329,14 +329,14 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Result<Decoded<'_>> {
         BLANK_MAGIC_CODE => return Ok(Decoded::EndOfFile),
         0 if total == 0 => return Ok(Decoded::Empty),
         other => {
-            return Err(StoreError::corrupt(
+            return Err(ProtocolError::corrupt(
                 "commitlog record",
                 format!("bad magic code {other:#010x}"),
             ))
         }
     }
     if total < FIXED_LEN as i32 || total as usize > buf.len() {
-        return Err(StoreError::corrupt(
+        return Err(ProtocolError::corrupt(
             "commitlog record",
             format!("total size {total} outside {FIXED_LEN}..={}", buf.len()),
         ));
@@ -364,21 +364,21 @@ pub fn decode(buf: &[u8], check_crc: bool) -> Result<Decoded<'_>> {
     let prop_len = r.i16()?;
     let properties = r.len_prefixed(prop_len as i64, "properties")?;
     if r.pos != total as usize {
-        return Err(StoreError::corrupt(
+        return Err(ProtocolError::corrupt(
             "commitlog record",
             format!("fields end at {} but total size is {total}", r.pos),
         ));
     }
     if check_crc && body_crc(body) != body_crc_field {
-        return Err(StoreError::corrupt(
+        return Err(ProtocolError::corrupt(
             "commitlog record",
             format!("body CRC mismatch at physical offset {physical_offset}"),
         ));
     }
     let topic = std::str::from_utf8(topic)
-        .map_err(|_| StoreError::corrupt("commitlog record", "topic is not UTF-8"))?;
+        .map_err(|_| ProtocolError::corrupt("commitlog record", "topic is not UTF-8"))?;
     let properties = std::str::from_utf8(properties)
-        .map_err(|_| StoreError::corrupt("commitlog record", "properties are not UTF-8"))?;
+        .map_err(|_| ProtocolError::corrupt("commitlog record", "properties are not UTF-8"))?;
     Ok(Decoded::Message(RecordView {
         total_size: total,
         body_crc: body_crc_field,
@@ -410,7 +410,7 @@ pub fn decode_all(buf: &[u8]) -> Result<Vec<RecordView<'_>>> {
                 out.push(view);
             }
             Decoded::EndOfFile | Decoded::Empty => {
-                return Err(StoreError::corrupt(
+                return Err(ProtocolError::corrupt(
                     "message batch",
                     "filler inside a message batch",
                 ))
@@ -434,7 +434,7 @@ pub fn offset_msg_id(store_host: &SocketAddr, physical_offset: i64) -> String {
 
 /// Parses an offset message id back into (store host, physical offset).
 pub fn parse_offset_msg_id(id: &str) -> Result<(SocketAddr, i64)> {
-    let bad = || StoreError::InvalidArgument(format!("not an offset message id: {id:?}"));
+    let bad = || ProtocolError::InvalidArgument(format!("not an offset message id: {id:?}"));
     if !id.is_ascii() || !(id.len() == 32 || id.len() == 56) {
         return Err(bad());
     }
@@ -483,8 +483,8 @@ mod tests {
             queue_id: 3,
             flag: 7,
             body: Bytes::from_static(b"Hello RocketMQ"),
-            properties: crate::properties::encode([("TAGS", "TagA"), ("KEYS", "k1")]),
-            tags_code: crate::java_hash::tags_code(Some("TagA")),
+            properties: crate::message::properties::encode([("TAGS", "TagA"), ("KEYS", "k1")]),
+            tags_code: crate::message::java_hash::tags_code(Some("TagA")),
             sys_flag: 0,
             born_timestamp: 1_700_000_000_123,
             born_host: "10.0.0.1:54321".parse().unwrap(),
@@ -542,7 +542,7 @@ mod tests {
             assert_eq!(view.reconsume_times, 2);
             assert_eq!(view.sys_flag & sys_flag::BORNHOST_V6 != 0, v6);
             assert_eq!(
-                crate::properties::find(view.properties, "TAGS"),
+                crate::message::properties::find(view.properties, "TAGS"),
                 Some("TagA")
             );
         }

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::client::RemotingClient;
-use crate::code::{request, response};
-use crate::command::RemotingCommand;
+use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::RemotingClient;
 
 /// Fixed parts of the pulls of one queue range.
 #[derive(Debug, Clone)]

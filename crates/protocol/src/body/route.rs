@@ -14,7 +14,7 @@ pub struct QueueData {
     pub read_queue_nums: i32,
     /// Queues producers write.
     pub write_queue_nums: i32,
-    /// Permission bits (see [`crate::protocol::perm`]).
+    /// Permission bits (see [`crate::body::perm`]).
     pub perm: i32,
     /// Topic system flags.
     #[serde(default)]
@@ -61,7 +61,7 @@ pub struct TopicRouteData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::fastjson;
+    use crate::body::fastjson;
 
     #[test]
     fn parses_fastjson_route() {

@@ -2,7 +2,7 @@
 //! outside RocketMQ's `^[%|a-zA-Z0-9_-]+$` (at most 127 chars) is refused before it reaches
 //! the file system: no `/`, no `..`, no NUL.
 
-use crate::error::{Result, StoreError};
+use crate::error::{ProtocolError, Result};
 
 /// Longest topic name.
 pub const TOPIC_MAX_LENGTH: usize = 127;
@@ -10,10 +10,10 @@ pub const TOPIC_MAX_LENGTH: usize = 127;
 /// Checks a topic name, with a reason when it is refused.
 pub fn validate_topic(topic: &str) -> Result<()> {
     if topic.is_empty() {
-        return Err(StoreError::InvalidArgument("topic name is empty".into()));
+        return Err(ProtocolError::InvalidArgument("topic name is empty".into()));
     }
     if topic.len() > TOPIC_MAX_LENGTH {
-        return Err(StoreError::InvalidArgument(format!(
+        return Err(ProtocolError::InvalidArgument(format!(
             "topic name is {} chars, longer than {TOPIC_MAX_LENGTH}",
             topic.len()
         )));
@@ -24,7 +24,7 @@ pub fn validate_topic(topic: &str) -> Result<()> {
             .chars()
             .find(|c| !c.is_ascii() || !allowed(&(*c as u8)))
             .unwrap_or('?');
-        return Err(StoreError::InvalidArgument(format!(
+        return Err(ProtocolError::InvalidArgument(format!(
             "topic name {topic:?} contains {bad:?}; allowed: letters, digits, %, |, _ and -"
         )));
     }

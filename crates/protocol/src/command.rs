@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use bytes::Bytes;
 
 use crate::code::LanguageCode;
-use crate::error::{RemotingError, Result};
+use crate::error::{ProtocolError, Result};
 
 /// Flag bit 0: the command is a response.
 pub const FLAG_RESPONSE: i32 = 0b01;
@@ -42,7 +42,7 @@ impl SerializeType {
         match code {
             0 => Ok(SerializeType::Json),
             1 => Ok(SerializeType::RocketMq),
-            other => Err(RemotingError::Malformed(format!(
+            other => Err(ProtocolError::Malformed(format!(
                 "unknown serialize type {other}"
             ))),
         }
@@ -161,7 +161,7 @@ impl RemotingCommand {
         self.ext_fields
             .get(name)
             .map(String::as_str)
-            .ok_or(RemotingError::MissingField(name))
+            .ok_or(ProtocolError::MissingField(name))
     }
 
     /// An optional header field.
@@ -172,7 +172,7 @@ impl RemotingCommand {
     /// A header field that must be present and parse as `T`.
     pub fn parse_field<T: FromStr>(&self, name: &'static str) -> Result<T> {
         let raw = self.field(name)?;
-        raw.trim().parse().map_err(|_| RemotingError::InvalidField {
+        raw.trim().parse().map_err(|_| ProtocolError::InvalidField {
             field: name,
             value: raw.to_owned(),
         })

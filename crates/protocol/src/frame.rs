@@ -10,7 +10,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::command::{RemotingCommand, SerializeType};
-use crate::error::{RemotingError, Result};
+use crate::error::{ProtocolError, Result};
 use crate::{header_binary, header_json};
 
 /// Largest accepted value of the length prefix (RocketMQ's 16 MiB).
@@ -25,7 +25,7 @@ pub fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<()> {
     }
     let length = 4 + header.len() + cmd.body.len();
     if length > MAX_FRAME_LEN || header.len() > 0x00FF_FFFF {
-        return Err(RemotingError::FrameTooLarge(length as i64));
+        return Err(ProtocolError::FrameTooLarge(length as i64));
     }
     dst.reserve(4 + length);
     dst.put_i32(length as i32);
@@ -52,7 +52,7 @@ pub fn decode(src: &mut BytesMut) -> Result<Option<RemotingCommand>> {
     }
     let length = i32::from_be_bytes([src[0], src[1], src[2], src[3]]) as i64;
     if !(4..=MAX_FRAME_LEN as i64).contains(&length) {
-        return Err(RemotingError::FrameTooLarge(length));
+        return Err(ProtocolError::FrameTooLarge(length));
     }
     let length = length as usize;
     if src.len() < 4 + length {
@@ -65,7 +65,7 @@ pub fn decode(src: &mut BytesMut) -> Result<Option<RemotingCommand>> {
     let serialize_type = SerializeType::from_code((mark >> 24) as u8)?;
     let header_len = (mark & 0x00FF_FFFF) as usize;
     if header_len > frame.len() {
-        return Err(RemotingError::Malformed(format!(
+        return Err(ProtocolError::Malformed(format!(
             "header length {header_len} exceeds frame length {length}"
         )));
     }
@@ -155,7 +155,7 @@ mod tests {
         let mut huge = BytesMut::from(&[0x7f, 0xff, 0xff, 0xff][..]);
         assert!(matches!(
             decode(&mut huge),
-            Err(RemotingError::FrameTooLarge(_))
+            Err(ProtocolError::FrameTooLarge(_))
         ));
         let mut negative = BytesMut::from(&[0xff, 0xff, 0xff, 0xfe][..]);
         assert!(decode(&mut negative).is_err());

@@ -1,0 +1,25 @@
+//! The RocketMQ 4.x protocol, with no I/O: everything a sender writes and a receiver parses.
+//!
+//! - [`code`]: request, response and language codes.
+//! - [`command`], [`frame`], [`header_json`], [`header_binary`]: one remoting command and its
+//!   frame, in both header serialisations (pure functions over byte slices).
+//! - [`body`]: the JSON bodies (routes, topic configs, heartbeats), read as fastjson writes them.
+//! - [`message`]: the CommitLog record (also the PULL_MESSAGE body), properties, Java's
+//!   string hash.
+//! - [`topic`]: the topic-name rule.
+//!
+//! Transport (tokio) lives in `rocketpy-remoting`; this crate must stay free of any runtime so
+//! the store, the broker, the name server and the Python binding all share one definition.
+
+pub mod body;
+pub mod code;
+pub mod command;
+pub mod error;
+pub mod frame;
+pub mod header_binary;
+pub mod header_json;
+pub mod message;
+pub mod topic;
+
+pub use command::{ExtFields, RemotingCommand, SerializeType};
+pub use error::{ProtocolError, Result};

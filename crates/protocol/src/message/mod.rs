@@ -1,0 +1,6 @@
+//! Messages as RocketMQ stores and transfers them.
+
+pub mod batch;
+pub mod java_hash;
+pub mod properties;
+pub mod record;

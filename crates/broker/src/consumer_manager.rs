@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
+use rocketpy_protocol::body::heartbeat::{ConsumeFromWhere, ConsumeType, MessageModel};
 use rocketpy_protocol::body::{ConsumerData, SubscriptionData};
 use rocketpy_remoting::Connection;
 
@@ -19,9 +20,9 @@ struct Member {
 struct GroupInfo {
     members: BTreeMap<String, Member>,
     subscriptions: HashMap<String, SubscriptionData>,
-    message_model: String,
-    consume_type: String,
-    consume_from_where: String,
+    message_model: MessageModel,
+    consume_type: ConsumeType,
+    consume_from_where: ConsumeFromWhere,
 }
 
 /// Consumer groups known to this broker.
@@ -48,9 +49,9 @@ impl ConsumerManager {
     ) -> Option<Changed> {
         let mut groups = self.groups.write();
         let group = groups.entry(data.group_name.clone()).or_default();
-        group.message_model = data.message_model.clone();
-        group.consume_type = data.consume_type.clone();
-        group.consume_from_where = data.consume_from_where.clone();
+        group.message_model = data.message_model;
+        group.consume_type = data.consume_type;
+        group.consume_from_where = data.consume_from_where;
         for sub in &data.subscription_data_set {
             let newer = group
                 .subscriptions
@@ -154,11 +155,8 @@ impl ConsumerManager {
         Ok(info.subscriptions.get(topic).cloned())
     }
 
-    /// The message model of a group ("CLUSTERING"/"BROADCASTING"), if known.
-    pub fn message_model(&self, group: &str) -> Option<String> {
-        self.groups
-            .read()
-            .get(group)
-            .map(|g| g.message_model.clone())
+    /// The message model of a group, if known.
+    pub fn message_model(&self, group: &str) -> Option<MessageModel> {
+        self.groups.read().get(group).map(|g| g.message_model)
     }
 }

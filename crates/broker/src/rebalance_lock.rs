@@ -5,19 +5,10 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
+use rocketpy_protocol::body::MessageQueue;
 
 /// How long a lock lasts without renewal (`rocketmq.broker.rebalance.lockMaxLiveTime`).
 pub const LOCK_MAX_LIVE_TIME: Duration = Duration::from_secs(60);
-
-/// A queue as named in lock bodies.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageQueue {
-    pub topic: String,
-    pub broker_name: String,
-    pub queue_id: i32,
-}
 
 struct LockEntry {
     client_id: String,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rocketpy_protocol::body::RegisterBrokerBody;
 use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::header::{RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader};
 use rocketpy_protocol::RemotingCommand;
 
 use crate::BrokerInner;
@@ -24,22 +25,22 @@ fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
     };
     let cfg = broker.config();
     let crc = crc32fast::hash(&body) & 0x7FFF_FFFF;
+    let header = RegisterBrokerRequestHeader {
+        broker_name: cfg.broker_name.clone(),
+        broker_addr: broker.broker_addr.clone(),
+        cluster_name: cfg.broker_cluster_name.clone(),
+        ha_server_addr: Some(format!(
+            "{}:{}",
+            broker.store_host.ip(),
+            broker.store_host.port() + 1
+        )),
+        broker_id: cfg.broker_id,
+        compressed: Some(false),
+        body_crc32: Some(crc.into()),
+    };
     Some(
         RemotingCommand::request(request::REGISTER_BROKER)
-            .with_field("brokerName", &cfg.broker_name)
-            .with_field("brokerAddr", &broker.broker_addr)
-            .with_field("clusterName", &cfg.broker_cluster_name)
-            .with_field(
-                "haServerAddr",
-                format!(
-                    "{}:{}",
-                    broker.store_host.ip(),
-                    broker.store_host.port() + 1
-                ),
-            )
-            .with_field("brokerId", cfg.broker_id)
-            .with_field("compressed", false)
-            .with_field("bodyCrc32", crc)
+            .with_header(&header)
             .with_body(body),
     )
 }
@@ -87,11 +88,14 @@ pub async fn unregister_all(broker: &Arc<BrokerInner>) {
     let cfg = broker.config();
     let timeout = Duration::from_millis(cfg.register_broker_timeout_mills.clamp(100, 3000));
     for addr in cfg.namesrv_addrs() {
-        let req = RemotingCommand::request(request::UNREGISTER_BROKER)
-            .with_field("brokerName", &cfg.broker_name)
-            .with_field("brokerAddr", &broker.broker_addr)
-            .with_field("clusterName", &cfg.broker_cluster_name)
-            .with_field("brokerId", cfg.broker_id);
+        let req = RemotingCommand::request(request::UNREGISTER_BROKER).with_header(
+            &UnRegisterBrokerRequestHeader {
+                broker_name: cfg.broker_name.clone(),
+                broker_addr: broker.broker_addr.clone(),
+                cluster_name: cfg.broker_cluster_name.clone(),
+                broker_id: cfg.broker_id,
+            },
+        );
         if let Err(e) = broker.namesrv.invoke(&addr, req, timeout).await {
             tracing::warn!(namesrv = %addr, error = %e, "unregistration failed");
         }

@@ -4,25 +4,16 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use parking_lot::RwLock;
-use rocketpy_protocol::body::{
-    fastjson, perm, DataVersion, TopicConfig, TopicConfigSerializeWrapper,
+use rocketpy_protocol::body::{fastjson, DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+use rocketpy_protocol::flag::perm;
+use rocketpy_protocol::topic::{
+    dlq_topic, retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, OFFSET_MOVED_EVENT,
+    SELF_TEST_TOPIC,
 };
-use rocketpy_protocol::topic::validate_topic;
 use rocketpy_store::StoreError;
 
 use crate::config::BrokerConfig;
 use crate::config_file;
-
-/// The template topic producers fall back to when their topic has no route yet.
-pub const AUTO_CREATE_TOPIC_KEY_TOPIC: &str = "TBW102";
-/// RocketMQ's self-test topic.
-pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
-/// Where offset-moved events go.
-pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
-/// Prefix of retry topics.
-pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
-/// Prefix of dead-letter topics.
-pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
 
 fn now_millis() -> i64 {
     std::time::SystemTime::now()
@@ -62,7 +53,7 @@ impl TopicConfigManager {
             TopicConfig::new(SELF_TEST_TOPIC, 1),
             TopicConfig::new(OFFSET_MOVED_EVENT, 1),
             TopicConfig::new(
-                rocketpy_store::delay::SCHEDULE_TOPIC,
+                rocketpy_protocol::topic::SCHEDULE_TOPIC,
                 schedule_queues.max(1),
             ),
         ];
@@ -162,8 +153,23 @@ impl TopicConfigManager {
         Ok(Some((cfg, true)))
     }
 
-    /// Creates a system topic (retry, DLQ) with `queues` queues if it does not exist.
-    pub fn create_system_topic(
+    /// The retry topic of consumer group `group`, created with `queues` read-write queues
+    /// if it does not exist; returns its config and whether it was created just now.
+    pub fn create_retry_topic(
+        &self,
+        group: &str,
+        queues: i32,
+    ) -> Result<(TopicConfig, bool), StoreError> {
+        self.create_system_topic(&retry_topic(group), queues.max(1), perm::READ_WRITE)
+    }
+
+    /// The dead-letter topic of consumer group `group`: one queue, writable only (as in
+    /// RocketMQ: reading it needs its permission changed first).
+    pub fn create_dlq_topic(&self, group: &str) -> Result<(TopicConfig, bool), StoreError> {
+        self.create_system_topic(&dlq_topic(group), 1, perm::WRITE)
+    }
+
+    fn create_system_topic(
         &self,
         topic: &str,
         queues: i32,

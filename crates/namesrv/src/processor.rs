@@ -2,8 +2,12 @@
 
 use std::sync::Arc;
 
-use rocketpy_protocol::body::{fastjson, RegisterBrokerBody};
+use rocketpy_protocol::body::{fastjson, RegisterBrokerBody, TopicList};
 use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::header::{
+    GetRouteInfoRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
 use serde::Serialize;
@@ -23,20 +27,15 @@ fn register_broker(
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let broker_name = req.field("brokerName")?.to_owned();
-    let broker_addr = req.field("brokerAddr")?.to_owned();
-    let cluster_name = req.field("clusterName")?.to_owned();
-    let ha_server_addr = req.field_opt("haServerAddr").unwrap_or_default().to_owned();
-    let broker_id: i64 = req.parse_field("brokerId")?;
-    let compressed: bool = req.parse_field_or("compressed", false)?;
-    let body_crc: i64 = req.parse_field_or("bodyCrc32", 0)?;
+    let h: RegisterBrokerRequestHeader = req.decode_header()?;
+    let body_crc = h.body_crc32.unwrap_or(0);
     if body_crc != 0 {
         let crc = (crc32fast::hash(&req.body) & 0x7FFF_FFFF) as i64;
         if crc != body_crc {
             return Err(ProcessError::new(response::SYSTEM_ERROR, "crc32 not match"));
         }
     }
-    if compressed {
+    if h.compressed.unwrap_or(false) {
         // RocketMQ's compressed body is only produced with `compressedRegister=true`
         // (off by default); refuse it clearly instead of guessing.
         return Err(ProcessError::new(
@@ -56,33 +55,33 @@ fn register_broker(
     };
     let wrapper = body.topic_config_serialize_wrapper;
     let result = routes.register_broker(Registration {
-        cluster_name,
-        broker_addr,
-        broker_name,
-        broker_id,
-        ha_server_addr,
+        cluster_name: h.cluster_name,
+        broker_addr: h.broker_addr,
+        broker_name: h.broker_name,
+        broker_id: h.broker_id,
+        ha_server_addr: h.ha_server_addr.unwrap_or_default(),
         data_version: wrapper.data_version,
         topics: wrapper.topic_config_table.into_values().collect(),
         connection_id: conn.id(),
     });
     let resp = ok(req)
-        .with_field("haServerAddr", result.ha_server_addr)
-        .with_field("masterAddr", result.master_addr)
+        .with_header(&RegisterBrokerResponseHeader {
+            ha_server_addr: Some(result.ha_server_addr),
+            master_addr: Some(result.master_addr),
+        })
         .with_body(br#"{"table":{}}"#.to_vec());
     Ok(Reply::Now(Some(resp)))
 }
 
 fn unregister_broker(routes: &RouteInfoManager, req: &RemotingCommand) -> ProcessResult {
-    let broker_addr = req.field("brokerAddr")?;
-    req.field("brokerName")?;
-    req.field("clusterName")?;
-    req.parse_field::<i64>("brokerId")?;
-    routes.unregister_broker(broker_addr);
+    let h: UnRegisterBrokerRequestHeader = req.decode_header()?;
+    routes.unregister_broker(&h.broker_addr);
     Ok(Reply::Now(Some(ok(req))))
 }
 
 fn route_by_topic(routes: &RouteInfoManager, req: &RemotingCommand) -> ProcessResult {
-    let topic = req.field("topic")?;
+    let h: GetRouteInfoRequestHeader = req.decode_header()?;
+    let topic = h.topic.as_str();
     match routes.topic_route(topic) {
         Some(route) => Ok(Reply::Now(Some(ok(req).with_body(json_body(&route)?)))),
         None => Err(ProcessError::new(
@@ -90,12 +89,6 @@ fn route_by_topic(routes: &RouteInfoManager, req: &RemotingCommand) -> ProcessRe
             format!("No topic route info in name server for the topic: {topic}"),
         )),
     }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TopicList {
-    topic_list: Vec<String>,
 }
 
 /// The name server's processors over `routes`.

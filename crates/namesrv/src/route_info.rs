@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use rocketpy_protocol::body::{BrokerData, DataVersion, QueueData, TopicConfig, TopicRouteData};
-use serde::Serialize;
+use rocketpy_protocol::body::{
+    BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicRouteData,
+};
 
 /// A registration, as carried by REGISTER_BROKER.
 #[derive(Debug, Clone)]
@@ -53,14 +54,6 @@ struct Tables {
     clusters: BTreeMap<String, BTreeSet<String>>,
     /// broker address -> liveness.
     live: HashMap<String, LiveInfo>,
-}
-
-/// `ClusterInfo`: body of GET_BROKER_CLUSTER_INFO.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterInfo {
-    pub broker_addr_table: BTreeMap<String, BrokerData>,
-    pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The route tables.

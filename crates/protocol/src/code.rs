@@ -1,61 +1,80 @@
 //! Request, response and language codes of the RocketMQ 4.x remoting protocol.
 //!
-//! The numbers are a compatibility surface: they must match Apache RocketMQ exactly.
+//! The numbers are a compatibility surface: they must match Apache RocketMQ exactly. Python's
+//! copy (`python/rocketpy/protocol.py`) is checked against [`request::ALL`] and
+//! [`response::ALL`] by `tests/test_protocol_tables.py`.
 
-/// Request codes (`RequestCode` in RocketMQ).
-pub mod request {
-    pub const SEND_MESSAGE: i32 = 10;
-    pub const PULL_MESSAGE: i32 = 11;
-    pub const QUERY_MESSAGE: i32 = 12;
-    pub const QUERY_CONSUMER_OFFSET: i32 = 14;
-    pub const UPDATE_CONSUMER_OFFSET: i32 = 15;
-    pub const UPDATE_AND_CREATE_TOPIC: i32 = 17;
-    pub const GET_ALL_TOPIC_CONFIG: i32 = 21;
-    pub const SEARCH_OFFSET_BY_TIMESTAMP: i32 = 29;
-    pub const GET_MAX_OFFSET: i32 = 30;
-    pub const GET_MIN_OFFSET: i32 = 31;
-    pub const GET_EARLIEST_MSG_STORETIME: i32 = 32;
-    pub const VIEW_MESSAGE_BY_ID: i32 = 33;
-    pub const HEART_BEAT: i32 = 34;
-    pub const UNREGISTER_CLIENT: i32 = 35;
-    pub const CONSUMER_SEND_MSG_BACK: i32 = 36;
-    pub const END_TRANSACTION: i32 = 37;
-    pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
-    pub const CHECK_TRANSACTION_STATE: i32 = 39;
-    pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
-    pub const LOCK_BATCH_MQ: i32 = 41;
-    pub const UNLOCK_BATCH_MQ: i32 = 42;
-    pub const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: i32 = 200;
-    pub const GET_ALL_SUBSCRIPTIONGROUP_CONFIG: i32 = 201;
-    pub const REGISTER_BROKER: i32 = 103;
-    pub const UNREGISTER_BROKER: i32 = 104;
-    pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
-    pub const GET_BROKER_CLUSTER_INFO: i32 = 106;
-    pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
-    pub const SEND_MESSAGE_V2: i32 = 310;
-    pub const SEND_BATCH_MESSAGE: i32 = 320;
+/// Declares a module of `i32` codes and `ALL`, their (name, value) table (which the Python
+/// binding exports so Python's copy of the numbers can be checked against this one).
+macro_rules! codes {
+    ($(#[$meta:meta])* $module:ident { $($(#[$doc:meta])* $name:ident = $value:expr,)* }) => {
+        $(#[$meta])*
+        pub mod $module {
+            $($(#[$doc])* pub const $name: i32 = $value;)*
+            /// Every code of this module as (name, value).
+            pub const ALL: &[(&str, i32)] = &[$((stringify!($name), $value),)*];
+        }
+    };
 }
 
-/// Response codes (`ResponseCode` / `RemotingSysResponseCode` in RocketMQ).
-pub mod response {
-    pub const SUCCESS: i32 = 0;
-    pub const SYSTEM_ERROR: i32 = 1;
-    pub const SYSTEM_BUSY: i32 = 2;
-    pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
-    pub const FLUSH_DISK_TIMEOUT: i32 = 10;
-    pub const SLAVE_NOT_AVAILABLE: i32 = 11;
-    pub const FLUSH_SLAVE_TIMEOUT: i32 = 12;
-    pub const MESSAGE_ILLEGAL: i32 = 13;
-    pub const SERVICE_NOT_AVAILABLE: i32 = 14;
-    pub const NO_PERMISSION: i32 = 16;
-    pub const TOPIC_NOT_EXIST: i32 = 17;
-    pub const PULL_NOT_FOUND: i32 = 19;
-    pub const PULL_RETRY_IMMEDIATELY: i32 = 20;
-    pub const PULL_OFFSET_MOVED: i32 = 21;
-    pub const QUERY_NOT_FOUND: i32 = 22;
-    pub const SUBSCRIPTION_NOT_EXIST: i32 = 24;
-    pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
-    pub const INVALID_PARAMETER: i32 = 29;
+codes! {
+    /// Request codes (`RequestCode` in RocketMQ).
+    request {
+        SEND_MESSAGE = 10,
+        PULL_MESSAGE = 11,
+        QUERY_MESSAGE = 12,
+        QUERY_CONSUMER_OFFSET = 14,
+        UPDATE_CONSUMER_OFFSET = 15,
+        UPDATE_AND_CREATE_TOPIC = 17,
+        GET_ALL_TOPIC_CONFIG = 21,
+        SEARCH_OFFSET_BY_TIMESTAMP = 29,
+        GET_MAX_OFFSET = 30,
+        GET_MIN_OFFSET = 31,
+        GET_EARLIEST_MSG_STORETIME = 32,
+        VIEW_MESSAGE_BY_ID = 33,
+        HEART_BEAT = 34,
+        UNREGISTER_CLIENT = 35,
+        CONSUMER_SEND_MSG_BACK = 36,
+        END_TRANSACTION = 37,
+        GET_CONSUMER_LIST_BY_GROUP = 38,
+        CHECK_TRANSACTION_STATE = 39,
+        NOTIFY_CONSUMER_IDS_CHANGED = 40,
+        LOCK_BATCH_MQ = 41,
+        UNLOCK_BATCH_MQ = 42,
+        REGISTER_BROKER = 103,
+        UNREGISTER_BROKER = 104,
+        GET_ROUTEINFO_BY_TOPIC = 105,
+        GET_BROKER_CLUSTER_INFO = 106,
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200,
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201,
+        GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206,
+        SEND_MESSAGE_V2 = 310,
+        SEND_BATCH_MESSAGE = 320,
+    }
+}
+
+codes! {
+    /// Response codes (`ResponseCode` / `RemotingSysResponseCode` in RocketMQ).
+    response {
+        SUCCESS = 0,
+        SYSTEM_ERROR = 1,
+        SYSTEM_BUSY = 2,
+        REQUEST_CODE_NOT_SUPPORTED = 3,
+        FLUSH_DISK_TIMEOUT = 10,
+        SLAVE_NOT_AVAILABLE = 11,
+        FLUSH_SLAVE_TIMEOUT = 12,
+        MESSAGE_ILLEGAL = 13,
+        SERVICE_NOT_AVAILABLE = 14,
+        NO_PERMISSION = 16,
+        TOPIC_NOT_EXIST = 17,
+        PULL_NOT_FOUND = 19,
+        PULL_RETRY_IMMEDIATELY = 20,
+        PULL_OFFSET_MOVED = 21,
+        QUERY_NOT_FOUND = 22,
+        SUBSCRIPTION_NOT_EXIST = 24,
+        SUBSCRIPTION_GROUP_NOT_EXIST = 26,
+        INVALID_PARAMETER = 29,
+    }
 }
 
 /// `LanguageCode` as carried in headers: a name in JSON headers, a byte in ROCKETMQ headers.

@@ -1,6 +1,6 @@
 //! The RocketMQ 4.x protocol, with no I/O: everything a sender writes and a receiver parses.
 //!
-//! - [`code`]: request, response and language codes.
+//! - [`code`], [`flag`]: request, response and language codes; permission and sysFlag bits.
 //! - [`command`], [`frame`], [`header_json`], [`header_binary`]: one remoting command and its
 //!   frame, in both header serialisations (pure functions over byte slices).
 //! - [`body`]: the JSON bodies (routes, topic configs, heartbeats), read as fastjson writes them.
@@ -15,7 +15,9 @@ pub mod body;
 pub mod code;
 pub mod command;
 pub mod error;
+pub mod flag;
 pub mod frame;
+pub mod header;
 pub mod header_binary;
 pub mod header_json;
 pub mod message;

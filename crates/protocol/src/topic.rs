@@ -1,4 +1,4 @@
-//! Topic name rules. A topic name becomes a directory name under `consumequeue/`, so anything
+//! Topic name rules and the names of system topics. A topic name becomes a directory name under `consumequeue/`, so anything
 //! outside RocketMQ's `^[%|a-zA-Z0-9_-]+$` (at most 127 chars) is refused before it reaches
 //! the file system: no `/`, no `..`, no NUL.
 
@@ -6,6 +6,29 @@ use crate::error::{ProtocolError, Result};
 
 /// Longest topic name.
 pub const TOPIC_MAX_LENGTH: usize = 127;
+
+/// Template topic producers send with before their topic has a route (auto-creation).
+pub const AUTO_CREATE_TOPIC_KEY_TOPIC: &str = "TBW102";
+/// Topic the broker creates to test itself.
+pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
+/// Topic of offset-moved events.
+pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
+/// Where delayed messages wait, one queue per delay level (queue id = level - 1).
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+/// Prefix of a consumer group's retry topic.
+pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+/// Prefix of a consumer group's dead-letter topic.
+pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
+
+/// The retry topic of a consumer group.
+pub fn retry_topic(group: &str) -> String {
+    format!("{RETRY_GROUP_TOPIC_PREFIX}{group}")
+}
+
+/// The dead-letter topic of a consumer group.
+pub fn dlq_topic(group: &str) -> String {
+    format!("{DLQ_GROUP_TOPIC_PREFIX}{group}")
+}
 
 /// Checks a topic name, with a reason when it is refused.
 pub fn validate_topic(topic: &str) -> Result<()> {

@@ -7,8 +7,9 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMemoryView};
+use rocketpy_protocol::flag::message as sys_flag;
 use rocketpy_protocol::message::properties::{self, keys};
-use rocketpy_protocol::message::record::{self, sys_flag, RecordView};
+use rocketpy_protocol::message::record::{self, RecordView};
 
 use crate::buffer::BytesView;
 use crate::errors::CorruptDataError;

@@ -9,6 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::flag::pull as pull_flag;
+use rocketpy_protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::RemotingClient;
 
@@ -35,8 +37,6 @@ pub enum Window {
 
 /// Offsets per window: what one pull returns at most.
 pub const PULL_BATCH: i64 = 32;
-/// PullSysFlag.FLAG_SUBSCRIPTION: the request carries its subscription (no consumer needed).
-const SYS_FLAG_SUBSCRIPTION: i32 = 0x4;
 
 async fn pull_window(
     client: RemotingClient,
@@ -46,26 +46,30 @@ async fn pull_window(
 ) -> Result<Window, String> {
     let mut bodies = Vec::new();
     while at < end {
-        let req = RemotingCommand::request(request::PULL_MESSAGE)
-            .with_field("consumerGroup", &spec.group)
-            .with_field("topic", &spec.topic)
-            .with_field("queueId", spec.queue_id)
-            .with_field("queueOffset", at)
-            .with_field("maxMsgNums", (end - at).min(PULL_BATCH))
-            .with_field("sysFlag", SYS_FLAG_SUBSCRIPTION)
-            .with_field("commitOffset", 0)
-            .with_field("suspendTimeoutMillis", 0)
-            .with_field("subscription", &spec.subscription)
-            .with_field("subVersion", 0)
-            .with_field("expressionType", "TAG");
+        let req = RemotingCommand::request(request::PULL_MESSAGE).with_header(
+            &PullMessageRequestHeader {
+                consumer_group: spec.group.clone(),
+                topic: spec.topic.clone(),
+                queue_id: spec.queue_id,
+                queue_offset: at,
+                max_msg_nums: (end - at).min(PULL_BATCH) as i32,
+                // The request carries its subscription: no registered consumer needed.
+                sys_flag: pull_flag::SUBSCRIPTION,
+                commit_offset: 0,
+                suspend_timeout_millis: 0,
+                subscription: Some(spec.subscription.clone()),
+                sub_version: Some(0),
+                expression_type: Some("TAG".into()),
+                max_msg_bytes: None,
+            },
+        );
         let resp = client
             .invoke(&spec.addr, req, spec.timeout)
             .await
             .map_err(|e| e.to_string())?;
         let next = resp
-            .field_opt("nextBeginOffset")
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(at);
+            .decode_header::<PullMessageResponseHeader>()
+            .map_or(at, |h| h.next_begin_offset);
         match resp.code {
             response::SUCCESS => {
                 bodies.push(resp.body);

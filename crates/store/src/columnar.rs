@@ -12,8 +12,9 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use crate::error::{Result, StoreError};
+use rocketpy_protocol::flag::message as sys_flag;
 use rocketpy_protocol::message::properties::{self, keys};
-use rocketpy_protocol::message::record::{self, sys_flag, RecordView};
+use rocketpy_protocol::message::record::{self, RecordView};
 
 /// Variable-size bytes a batch holds at most before [`ColumnBatch::is_full`] says so.
 pub const MAX_BATCH_BYTES: usize = 256 * 1024 * 1024;

@@ -21,9 +21,8 @@ use bytes::Bytes;
 use crate::error::{Result, StoreError};
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::padded::Padded;
-use rocketpy_protocol::message::record::{
-    self, sys_flag, Decoded, MessageToStore, Placement, RecordView,
-};
+use rocketpy_protocol::flag::message as sys_flag;
+use rocketpy_protocol::message::record::{self, Decoded, MessageToStore, Placement, RecordView};
 
 /// Where a message went.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,8 +8,7 @@ use crate::error::{Result, StoreError};
 use rocketpy_protocol::message::java_hash;
 use rocketpy_protocol::message::properties::{self, keys};
 
-/// The system topic holding delayed messages.
-pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+use rocketpy_protocol::topic::SCHEDULE_TOPIC;
 
 /// Parses `"1s 5s 10s 30s 1m ... 2h"` into milliseconds per level (level 1 first).
 pub fn parse_delay_levels(spec: &str) -> Result<Vec<i64>> {

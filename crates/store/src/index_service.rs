@@ -16,8 +16,9 @@ use crate::commit_log::CommitLog;
 use crate::error::{Result, StoreError};
 use crate::index_file::{index_file_name, IndexFile};
 use crate::io::Storage;
+use rocketpy_protocol::flag::message as sys_flag;
 use rocketpy_protocol::message::properties::{self, keys};
-use rocketpy_protocol::message::record::{self, sys_flag, Decoded, RecordView};
+use rocketpy_protocol::message::record::{self, Decoded, RecordView};
 
 /// Index settings (`messageIndexEnable`, `maxHashSlotNum`, `maxIndexNum`).
 #[derive(Debug, Clone, Copy)]

@@ -27,7 +27,7 @@ use crate::checkpoint::{Checkpoint, StoreLock};
 use crate::commit_log::{AppendResult, CommitLog, DispatchRequest};
 use crate::config::{FlushDiskType, StoreConfig};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
-use crate::delay::{self, SCHEDULE_TOPIC};
+use crate::delay;
 use crate::error::{Result, StoreError};
 use crate::flush::{FlushTicket, GroupCommit};
 use crate::get::{GetMessageResult, GetMessageStatus};
@@ -36,9 +36,11 @@ use crate::io::{FsStorage, Storage};
 use crate::mapped_file::parse_file_name;
 use crate::padded::Padded;
 use crate::schedule::ScheduleService;
+use rocketpy_protocol::flag::message as sys_flag;
 use rocketpy_protocol::message::properties::{self, keys};
-use rocketpy_protocol::message::record::{self, sys_flag, Decoded, MessageToStore, RecordView};
+use rocketpy_protocol::message::record::{self, Decoded, MessageToStore, RecordView};
 use rocketpy_protocol::topic::validate_topic;
+use rocketpy_protocol::topic::SCHEDULE_TOPIC;
 
 /// Told when a message becomes readable (wakes long-polling pulls).
 pub trait MessageArrivingListener: Send + Sync {

@@ -18,12 +18,12 @@ use parking_lot::Mutex;
 
 use crate::commit_log::CommitLog;
 use crate::consume_queue::ConsumeQueue;
-use crate::delay::SCHEDULE_TOPIC;
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
 use rocketpy_protocol::message::java_hash;
 use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{self, Decoded, MessageToStore};
+use rocketpy_protocol::topic::SCHEDULE_TOPIC;
 
 /// Property marking a delivered copy with its origin (`level:scheduleOffset`).
 pub const SCHEDULE_ORIGIN: &str = "SCHEDULE_ORIGIN";

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use rocketpy_protocol::body::TopicConfig;
 use rocketpy_protocol::code::response;
-use rocketpy_protocol::topic::validate_topic;
+use rocketpy_protocol::header::CreateTopicRequestHeader;
+use rocketpy_protocol::topic::{retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
-use super::ok;
-use crate::topic_config::AUTO_CREATE_TOPIC_KEY_TOPIC;
+use super::{json_reply, ok, reply, system_error};
 use crate::BrokerInner;
 
 /// Most queues a topic may have on one broker (each queue is a directory and files).
@@ -21,8 +21,9 @@ pub fn update_and_create_topic(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let topic = req.field("topic")?;
-    validate_topic(topic).map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+    let h: CreateTopicRequestHeader = req.decode_header()?;
+    let topic = h.topic.as_str();
+    validate_topic(topic).map_err(system_error)?;
     let cfg = broker.config();
     if topic == AUTO_CREATE_TOPIC_KEY_TOPIC
         || topic == cfg.broker_cluster_name
@@ -33,8 +34,7 @@ pub fn update_and_create_topic(
             format!("The topic[{topic}] is conflict with system reserved words."),
         ));
     }
-    let read: i32 = req.parse_field("readQueueNums")?;
-    let write: i32 = req.parse_field("writeQueueNums")?;
+    let (read, write, perm) = (h.read_queue_nums, h.write_queue_nums, h.perm);
     for (name, n) in [("readQueueNums", read), ("writeQueueNums", write)] {
         if !(1..=MAX_QUEUE_NUMS).contains(&n) {
             return Err(ProcessError::new(
@@ -43,7 +43,6 @@ pub fn update_and_create_topic(
             ));
         }
     }
-    let perm: i32 = req.parse_field("perm")?;
     if !(0..=7).contains(&perm) {
         return Err(ProcessError::new(
             response::INVALID_PARAMETER,
@@ -53,18 +52,15 @@ pub fn update_and_create_topic(
     let mut topic_cfg = TopicConfig::new(topic, read);
     topic_cfg.write_queue_nums = write;
     topic_cfg.perm = perm;
-    if let Some(t) = req.field_opt("topicFilterType") {
-        topic_cfg.topic_filter_type = t.to_owned();
+    if let Some(t) = h.topic_filter_type {
+        topic_cfg.topic_filter_type = t;
     }
-    topic_cfg.topic_sys_flag = req.parse_field_or("topicSysFlag", 0)?;
-    topic_cfg.order = req.parse_field_or("order", false)?;
-    broker
-        .topics
-        .update(topic_cfg)
-        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
+    topic_cfg.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
+    topic_cfg.order = h.order.unwrap_or(false);
+    broker.topics.update(topic_cfg).map_err(system_error)?;
     broker.register_now.notify_one();
     tracing::info!(topic, read, write, perm, "topic created or updated");
-    Ok(Reply::Now(Some(ok(req))))
+    reply(ok(req))
 }
 
 /// All topic configs as `TopicConfigSerializeWrapper` JSON.
@@ -73,9 +69,7 @@ pub fn get_all_topic_config(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let body = serde_json::to_vec(&broker.topics.snapshot())
-        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
-    Ok(Reply::Now(Some(ok(req).with_body(body))))
+    json_reply(req, &broker.topics.snapshot())
 }
 
 /// Creates or updates a subscription group (body: `SubscriptionGroupConfig` JSON).
@@ -91,14 +85,11 @@ pub fn update_subscription_group(
                 format!("invalid SubscriptionGroupConfig: {e}"),
             )
         })?;
-    validate_topic(&format!(
-        "{}{}",
-        crate::topic_config::RETRY_GROUP_TOPIC_PREFIX,
-        cfg.group_name
-    ))
-    .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, format!("invalid group name: {e}")))?;
+    validate_topic(&retry_topic(&cfg.group_name)).map_err(|e| {
+        ProcessError::new(response::SYSTEM_ERROR, format!("invalid group name: {e}"))
+    })?;
     broker.groups.update(cfg);
-    Ok(Reply::Now(Some(ok(req))))
+    reply(ok(req))
 }
 
 /// Every subscription group as `SubscriptionGroupWrapper` JSON.
@@ -107,9 +98,6 @@ pub fn get_all_subscription_groups(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let body = broker
-        .groups
-        .to_json()
-        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
-    Ok(Reply::Now(Some(ok(req).with_body(body))))
+    let body = broker.groups.to_json().map_err(system_error)?;
+    reply(ok(req).with_body(body))
 }

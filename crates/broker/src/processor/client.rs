@@ -5,20 +5,27 @@ use std::sync::Arc;
 
 use rocketpy_protocol::body::{fastjson, ConsumerListBody, HeartbeatData};
 use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::header::{
+    GetConsumerListByGroupRequestHeader, NotifyConsumerIdsChangedRequestHeader,
+    UnregisterClientRequestHeader,
+};
 use rocketpy_protocol::topic::validate_topic;
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
-use super::ok;
+use super::{json_reply, ok, reply};
 use crate::consumer_manager::Changed;
-use crate::topic_config::RETRY_GROUP_TOPIC_PREFIX;
 use crate::BrokerInner;
+use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 
 /// Tells every remaining member of a group to rebalance (oneway, best effort).
 pub fn notify_consumer_ids_changed((group, conns): Changed) {
     for conn in conns {
-        let mut req = RemotingCommand::request(request::NOTIFY_CONSUMER_IDS_CHANGED)
-            .with_field("consumerGroup", &group);
+        let mut req = RemotingCommand::request(request::NOTIFY_CONSUMER_IDS_CHANGED).with_header(
+            &NotifyConsumerIdsChangedRequestHeader {
+                consumer_group: group.clone(),
+            },
+        );
         req.mark_oneway();
         tokio::spawn(async move {
             if let Err(e) = conn.send(&req).await {
@@ -54,7 +61,7 @@ pub fn heart_beat(
                 format!("consumer group name {:?} is invalid: {RETRY_GROUP_TOPIC_PREFIX}+group must be a valid topic", consumer.group_name),
             ));
         }
-        if let Err(e) = super::retry::retry_topic(broker, &consumer.group_name) {
+        if let Err(e) = super::retry_topic(broker, &consumer.group_name) {
             tracing::warn!(topic = %retry, error = %e.remark, "retry topic not created");
         }
         if let Some(changed) = broker.consumers.register(&data.client_id, conn, consumer) {
@@ -62,7 +69,7 @@ pub fn heart_beat(
             notify_consumer_ids_changed(changed);
         }
     }
-    Ok(Reply::Now(Some(ok(req))))
+    reply(ok(req))
 }
 
 /// Removes a client from its consumer group.
@@ -71,14 +78,14 @@ pub fn unregister_client(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let client_id = req.field("clientID")?;
-    if let Some(group) = req.field_opt("consumerGroup").filter(|g| !g.is_empty()) {
-        if let Some(changed) = broker.consumers.unregister(group, client_id) {
-            tracing::info!(group, client = client_id, "consumer unregistered");
+    let h: UnregisterClientRequestHeader = req.decode_header()?;
+    if let Some(group) = h.consumer_group.filter(|g| !g.is_empty()) {
+        if let Some(changed) = broker.consumers.unregister(&group, &h.client_id) {
+            tracing::info!(group, client = h.client_id, "consumer unregistered");
             notify_consumer_ids_changed(changed);
         }
     }
-    Ok(Reply::Now(Some(ok(req))))
+    reply(ok(req))
 }
 
 /// Lists the client ids of a group.
@@ -87,18 +94,17 @@ pub fn consumer_list_by_group(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let group = req.field("consumerGroup")?;
-    match broker.consumers.consumer_ids(group) {
-        Some(ids) if !ids.is_empty() => {
-            let body = serde_json::to_vec(&ConsumerListBody {
+    let h: GetConsumerListByGroupRequestHeader = req.decode_header()?;
+    match broker.consumers.consumer_ids(&h.consumer_group) {
+        Some(ids) if !ids.is_empty() => json_reply(
+            req,
+            &ConsumerListBody {
                 consumer_id_list: ids,
-            })
-            .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
-            Ok(Reply::Now(Some(ok(req).with_body(body))))
-        }
+            },
+        ),
         _ => Err(ProcessError::new(
             response::SYSTEM_ERROR,
-            format!("no consumer for this group, {group}"),
+            format!("no consumer for this group, {}", h.consumer_group),
         )),
     }
 }

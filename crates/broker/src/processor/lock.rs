@@ -2,35 +2,15 @@
 
 use std::sync::Arc;
 
-use rocketpy_protocol::body::fastjson;
+use rocketpy_protocol::body::{fastjson, LockBatchRequestBody, LockBatchResponseBody};
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
-use serde::{Deserialize, Serialize};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
-use super::ok;
-use crate::rebalance_lock::MessageQueue;
+use super::{json_reply, ok, reply};
 use crate::BrokerInner;
 
-/// `LockBatchRequestBody` / `UnlockBatchRequestBody`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LockBody {
-    consumer_group: String,
-    client_id: String,
-    #[serde(default)]
-    mq_set: Vec<MessageQueue>,
-}
-
-/// `LockBatchResponseBody`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct LockResponse {
-    #[serde(rename = "lockOKMQSet")]
-    lock_ok_mq_set: Vec<MessageQueue>,
-}
-
-fn parse(req: &RemotingCommand) -> Result<LockBody, ProcessError> {
+fn parse(req: &RemotingCommand) -> Result<LockBatchRequestBody, ProcessError> {
     fastjson::from_slice(&req.body)
         .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, format!("invalid lock body: {e}")))
 }
@@ -45,11 +25,12 @@ pub fn lock_batch(
     let held = broker
         .locks
         .lock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
-    let json = serde_json::to_vec(&LockResponse {
-        lock_ok_mq_set: held,
-    })
-    .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
-    Ok(Reply::Now(Some(ok(req).with_body(json))))
+    json_reply(
+        req,
+        &LockBatchResponseBody {
+            lock_ok_mq_set: held,
+        },
+    )
 }
 
 /// Releases the client's locks on the requested queues.
@@ -62,5 +43,5 @@ pub fn unlock_batch(
     broker
         .locks
         .unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
-    Ok(Reply::Now(Some(ok(req))))
+    reply(ok(req))
 }

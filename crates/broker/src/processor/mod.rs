@@ -12,8 +12,11 @@ pub mod send;
 use std::sync::{Arc, OnceLock};
 
 use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
+
+use rocketpy_store::{FlushTicket, StoreError};
 
 use crate::BrokerInner;
 
@@ -39,12 +42,12 @@ fn route(slot: &BrokerSlot, handler: Handler) -> Arc<dyn rocketpy_remoting::Requ
 pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     let mut t = ProcessorTable::new();
     t.register_all(
-        &[request::SEND_MESSAGE, request::SEND_MESSAGE_V2],
+        &[
+            request::SEND_MESSAGE,
+            request::SEND_MESSAGE_V2,
+            request::SEND_BATCH_MESSAGE,
+        ],
         route(&slot, send::process),
-    );
-    t.register(
-        request::SEND_BATCH_MESSAGE,
-        route(&slot, send::process_batch),
     );
     t.register(
         request::CONSUMER_SEND_MSG_BACK,
@@ -121,4 +124,116 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
 /// A SUCCESS response to `req`.
 pub(crate) fn ok(req: &RemotingCommand) -> RemotingCommand {
     RemotingCommand::response_to(req, response::SUCCESS)
+}
+
+/// Answers at once with `resp`.
+pub(crate) fn reply(resp: RemotingCommand) -> ProcessResult {
+    Ok(Reply::Now(Some(resp)))
+}
+
+/// Answers SUCCESS with `body` as JSON.
+pub(crate) fn json_reply<T: serde::Serialize>(req: &RemotingCommand, body: &T) -> ProcessResult {
+    let json = serde_json::to_vec(body).map_err(system_error)?;
+    reply(ok(req).with_body(json))
+}
+
+/// A SYSTEM_ERROR carrying `e` as its remark: for failures that are the broker's, not the
+/// requester's (a config file that cannot be written, a body that cannot be serialised).
+pub(crate) fn system_error(e: impl std::fmt::Display) -> ProcessError {
+    ProcessError::new(response::SYSTEM_ERROR, e.to_string())
+}
+
+/// NO_PERMISSION unless the broker's permission allows writing (`brokerPermission`).
+pub(crate) fn check_broker_writeable(broker: &BrokerInner) -> Result<(), ProcessError> {
+    let cfg = broker.config();
+    if perm::is_writeable(cfg.broker_permission) {
+        return Ok(());
+    }
+    Err(ProcessError::new(
+        response::NO_PERMISSION,
+        format!(
+            "the broker[{}] sending message is forbidden",
+            cfg.broker_name
+        ),
+    ))
+}
+
+/// Maps a store error to the response RocketMQ gives.
+pub(crate) fn store_error(e: StoreError) -> ProcessError {
+    match e {
+        StoreError::MessageTooLarge { .. } | StoreError::InvalidArgument(_) => ProcessError::new(
+            response::MESSAGE_ILLEGAL,
+            format!("the message is illegal: {e}"),
+        ),
+        StoreError::ShutDown => ProcessError::new(
+            response::SERVICE_NOT_AVAILABLE,
+            "service not available now: the store is shut down",
+        ),
+        StoreError::DiskFull { .. } => ProcessError::new(
+            response::SERVICE_NOT_AVAILABLE,
+            format!("service not available now: {e}"),
+        ),
+        other => system_error(other),
+    }
+}
+
+/// Answers at once, or (SYNC_FLUSH) once the disk sync covering the message returned;
+/// FLUSH_DISK_TIMEOUT after `syncFlushTimeout` (the message is stored either way).
+pub(crate) fn with_flush_wait(
+    broker: &BrokerInner,
+    mut resp: RemotingCommand,
+    flush: Option<FlushTicket>,
+) -> Reply {
+    let Some(ticket) = flush else {
+        return Reply::Now(Some(resp));
+    };
+    let timeout = std::time::Duration::from_millis(broker.settings.store.sync_flush_timeout);
+    Reply::Later(Box::pin(async move {
+        if !matches!(tokio::time::timeout(timeout, ticket).await, Ok(true)) {
+            resp.code = response::FLUSH_DISK_TIMEOUT;
+        }
+        Some(resp)
+    }))
+}
+
+/// The consumer group's retry topic and its queue count, created on demand with the group's
+/// `retryQueueNums` queues (a new topic is registered with the name servers at once).
+pub(crate) fn retry_topic(
+    broker: &BrokerInner,
+    group: &str,
+) -> Result<(String, i32), ProcessError> {
+    let Some(cfg) = broker.groups.find_or_create(group) else {
+        return Err(ProcessError::new(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            format!("subscription group not exist, {group}"),
+        ));
+    };
+    let (tc, created) = broker
+        .topics
+        .create_retry_topic(group, cfg.retry_queue_nums)
+        .map_err(system_error)?;
+    if created {
+        broker.register_now.notify_one();
+    }
+    Ok((tc.topic_name, tc.write_queue_nums.max(1)))
+}
+
+/// The consumer group's dead-letter topic, created on demand.
+pub(crate) fn dlq_topic(broker: &BrokerInner, group: &str) -> Result<String, ProcessError> {
+    let (tc, created) = broker
+        .topics
+        .create_dlq_topic(group)
+        .map_err(system_error)?;
+    if created {
+        broker.register_now.notify_one();
+    }
+    Ok(tc.topic_name)
+}
+
+/// One of `0..queues`, round robin over calls: spreads writes the broker places itself (sends
+/// with a negative queue id, retries) over a topic's queues.
+pub(crate) fn spread_queue(queues: i32) -> i32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    (NEXT.fetch_add(1, Ordering::Relaxed) % queues.max(1) as u32) as i32
 }

@@ -3,10 +3,15 @@
 use std::sync::Arc;
 
 use rocketpy_protocol::code::response;
+use rocketpy_protocol::header::{
+    GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader, GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader, QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader, UpdateConsumerOffsetRequestHeader,
+};
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
-use super::ok;
+use super::{ok, reply};
 use crate::BrokerInner;
 
 /// Answers the committed offset. With none committed, RocketMQ answers 0 when the queue still
@@ -17,10 +22,9 @@ pub fn query_consumer_offset(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let group = req.field("consumerGroup")?;
-    let topic = req.field("topic")?;
-    let queue_id: i32 = req.parse_field("queueId")?;
-    let offset = match broker.offsets.query(group, topic, queue_id) {
+    let h: QueryConsumerOffsetRequestHeader = req.decode_header()?;
+    let (topic, queue_id) = (h.topic.as_str(), h.queue_id);
+    let offset = match broker.offsets.query(&h.consumer_group, topic, queue_id) {
         Some(offset) => offset,
         None => {
             let min = broker.store.min_offset_in_queue(topic, queue_id);
@@ -38,7 +42,7 @@ pub fn query_consumer_offset(
             }
         }
     };
-    Ok(Reply::Now(Some(ok(req).with_field("offset", offset))))
+    reply(ok(req).with_header(&QueryConsumerOffsetResponseHeader { offset }))
 }
 
 /// Commits an offset.
@@ -47,30 +51,17 @@ pub fn update_consumer_offset(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let group = req.field("consumerGroup")?;
-    let topic = req.field("topic")?;
-    let queue_id: i32 = req.parse_field("queueId")?;
-    let offset: i64 = req.parse_field("commitOffset")?;
-    if offset < 0 {
+    let h: UpdateConsumerOffsetRequestHeader = req.decode_header()?;
+    if h.commit_offset < 0 {
         return Err(ProcessError::new(
             response::INVALID_PARAMETER,
-            format!("commitOffset {offset} is negative"),
+            format!("commitOffset {} is negative", h.commit_offset),
         ));
     }
-    broker.offsets.commit(group, topic, queue_id, offset);
-    Ok(Reply::Now(Some(ok(req))))
-}
-
-/// Answers `offset` = `f(store, topic, queueId)` for a request naming a queue.
-fn answer_queue_offset(
-    broker: &Arc<BrokerInner>,
-    req: &RemotingCommand,
-    f: fn(&rocketpy_store::MessageStore, &str, i32) -> i64,
-) -> ProcessResult {
-    let topic = req.field("topic")?;
-    let queue_id: i32 = req.parse_field("queueId")?;
-    let offset = f(&broker.store, topic, queue_id);
-    Ok(Reply::Now(Some(ok(req).with_field("offset", offset))))
+    broker
+        .offsets
+        .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
+    reply(ok(req))
 }
 
 /// One past the last offset of a queue.
@@ -79,11 +70,9 @@ pub fn get_max_offset(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    answer_queue_offset(
-        broker,
-        req,
-        rocketpy_store::MessageStore::max_offset_in_queue,
-    )
+    let h: GetMaxOffsetRequestHeader = req.decode_header()?;
+    let offset = broker.store.max_offset_in_queue(&h.topic, h.queue_id);
+    reply(ok(req).with_header(&GetMaxOffsetResponseHeader { offset }))
 }
 
 /// The first readable offset of a queue.
@@ -92,9 +81,7 @@ pub fn get_min_offset(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    answer_queue_offset(
-        broker,
-        req,
-        rocketpy_store::MessageStore::min_offset_in_queue,
-    )
+    let h: GetMinOffsetRequestHeader = req.decode_header()?;
+    let offset = broker.store.min_offset_in_queue(&h.topic, h.queue_id);
+    reply(ok(req).with_header(&GetMinOffsetResponseHeader { offset }))
 }

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketpy_protocol::body::perm;
 use rocketpy_protocol::code::response;
+use rocketpy_protocol::flag::{perm, pull as pull_flag};
+use rocketpy_protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use rocketpy_store::GetMessageStatus;
@@ -16,45 +17,6 @@ use rocketpy_store::GetMessageStatus;
 use super::ok;
 use crate::subscription::{build_subscription, TagFilter};
 use crate::BrokerInner;
-
-/// `PullSysFlag` bits.
-pub mod sys_flag {
-    pub const COMMIT_OFFSET: i32 = 0x1;
-    pub const SUSPEND: i32 = 0x2;
-    pub const SUBSCRIPTION: i32 = 0x4;
-    pub const CLASS_FILTER: i32 = 0x8;
-    pub const LITE_PULL: i32 = 0x10;
-}
-
-/// `PullMessageRequestHeader`.
-#[derive(Debug, Clone)]
-struct PullHeader {
-    consumer_group: String,
-    topic: String,
-    queue_id: i32,
-    queue_offset: i64,
-    max_msg_nums: i32,
-    sys_flag: i32,
-    commit_offset: i64,
-    suspend_timeout_millis: u64,
-    subscription: Option<String>,
-    sub_version: i64,
-}
-
-fn parse_header(req: &RemotingCommand) -> Result<PullHeader, ProcessError> {
-    Ok(PullHeader {
-        consumer_group: req.field("consumerGroup")?.to_owned(),
-        topic: req.field("topic")?.to_owned(),
-        queue_id: req.parse_field("queueId")?,
-        queue_offset: req.parse_field("queueOffset")?,
-        max_msg_nums: req.parse_field("maxMsgNums")?,
-        sys_flag: req.parse_field("sysFlag")?,
-        commit_offset: req.parse_field("commitOffset")?,
-        suspend_timeout_millis: req.parse_field("suspendTimeoutMillis")?,
-        subscription: req.field_opt("subscription").map(str::to_owned),
-        sub_version: req.parse_field_or("subVersion", 0)?,
-    })
-}
 
 enum Outcome {
     Respond(RemotingCommand),
@@ -65,7 +27,7 @@ fn pull_once(
     broker: &Arc<BrokerInner>,
     conn: &Arc<Connection>,
     req: &RemotingCommand,
-    h: &PullHeader,
+    h: &PullMessageRequestHeader,
     allow_suspend: bool,
 ) -> Result<Outcome, ProcessError> {
     let cfg = broker.config();
@@ -117,11 +79,11 @@ fn pull_once(
             ),
         ));
     }
-    let subscription = if h.sys_flag & sys_flag::SUBSCRIPTION != 0 {
+    let subscription = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
         build_subscription(
             &h.topic,
             h.subscription.as_deref().unwrap_or("*"),
-            h.sub_version,
+            h.sub_version.unwrap_or(0),
         )
     } else {
         match broker
@@ -174,24 +136,25 @@ fn pull_once(
             response::PULL_OFFSET_MOVED
         }
     };
-    if allow_suspend && h.sys_flag & sys_flag::COMMIT_OFFSET != 0 {
+    if allow_suspend && h.sys_flag & pull_flag::COMMIT_OFFSET != 0 {
         broker
             .offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
-    if code == response::PULL_NOT_FOUND && allow_suspend && h.sys_flag & sys_flag::SUSPEND != 0 {
+    if code == response::PULL_NOT_FOUND && allow_suspend && h.sys_flag & pull_flag::SUSPEND != 0 {
         let wait = if cfg.long_polling_enable {
-            h.suspend_timeout_millis
+            h.suspend_timeout_millis.max(0) as u64
         } else {
             cfg.short_polling_time_mills
         };
         return Ok(Outcome::Suspend(Duration::from_millis(wait)));
     }
-    let mut resp = ok(req)
-        .with_field("nextBeginOffset", result.next_begin_offset)
-        .with_field("minOffset", result.min_offset)
-        .with_field("maxOffset", result.max_offset)
-        .with_field("suggestWhichBrokerId", 0);
+    let mut resp = ok(req).with_header(&PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: result.next_begin_offset,
+        min_offset: result.min_offset,
+        max_offset: result.max_offset,
+    });
     resp.code = code;
     if code == response::SUCCESS {
         resp.body = result.concat();
@@ -205,7 +168,7 @@ pub fn process(
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let h = parse_header(req)?;
+    let h: PullMessageRequestHeader = req.decode_header()?;
     match pull_once(broker, conn, req, &h, true)? {
         Outcome::Respond(resp) => Ok(Reply::Now(Some(resp))),
         Outcome::Suspend(timeout) => {
@@ -232,7 +195,7 @@ fn unreachable_suspend(req: &RemotingCommand) -> RemotingCommand {
 }
 
 /// Waits until the queue grows past the requested offset or the timeout passes.
-async fn hold(broker: &Arc<BrokerInner>, h: &PullHeader, timeout: Duration) {
+async fn hold(broker: &Arc<BrokerInner>, h: &PullMessageRequestHeader, timeout: Duration) {
     let notify = broker.hold.notifier(&h.topic, h.queue_id);
     let deadline = tokio::time::Instant::now() + timeout;
     loop {

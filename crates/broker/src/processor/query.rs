@@ -4,10 +4,15 @@
 use std::sync::Arc;
 
 use rocketpy_protocol::code::response;
+use rocketpy_protocol::header::{
+    GetEarliestMsgStoretimeRequestHeader, GetEarliestMsgStoretimeResponseHeader,
+    QueryMessageRequestHeader, QueryMessageResponseHeader, SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader, ViewMessageRequestHeader,
+};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
-use super::ok;
+use super::{ok, reply};
 use crate::BrokerInner;
 
 /// Most messages one QUERY_MESSAGE returns (RocketMQ's `defaultQueryMaxNum`).
@@ -20,19 +25,21 @@ pub fn query_message(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let topic = req.field("topic")?.to_owned();
-    let key = req.field("key")?.to_owned();
-    let max_num: i32 = req.parse_field("maxNum")?;
-    let begin: i64 = req.parse_field("beginTimestamp")?;
-    let end: i64 = req.parse_field("endTimestamp")?;
-    let max_num = max_num.clamp(1, MAX_QUERY_NUM) as usize;
+    let h: QueryMessageRequestHeader = req.decode_header()?;
+    let max_num = h.max_num.clamp(1, MAX_QUERY_NUM) as usize;
     let broker = broker.clone();
     let req = req.clone();
     // The index may lag the CommitLog by a moment; the store waits for it, off the I/O threads.
     Ok(Reply::Later(Box::pin(async move {
         let store = broker.store.clone();
         let found = tokio::task::spawn_blocking(move || {
-            store.query_message(&topic, &key, max_num, begin, end)
+            store.query_message(
+                &h.topic,
+                &h.key,
+                max_num,
+                h.begin_timestamp,
+                h.end_timestamp,
+            )
         })
         .await;
         let records = match found {
@@ -57,15 +64,11 @@ pub fn query_message(
             body.extend_from_slice(r);
         }
         let (_, max) = broker.store.commit_log_range();
-        Some(
-            ok(&req)
-                .with_field(
-                    "indexLastUpdateTimestamp",
-                    rocketpy_store::message_store_now(),
-                )
-                .with_field("indexLastUpdatePhyoffset", max)
-                .with_body(body),
-        )
+        let header = QueryMessageResponseHeader {
+            index_last_update_timestamp: rocketpy_store::message_store_now(),
+            index_last_update_phyoffset: max,
+        };
+        Some(ok(&req).with_header(&header).with_body(body))
     })))
 }
 
@@ -75,12 +78,12 @@ pub fn view_message_by_id(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let offset: i64 = req.parse_field("offset")?;
-    match broker.store.look_message_by_offset(offset) {
-        Some(record) => Ok(Reply::Now(Some(ok(req).with_body(record)))),
+    let h: ViewMessageRequestHeader = req.decode_header()?;
+    match broker.store.look_message_by_offset(h.offset) {
+        Some(record) => reply(ok(req).with_body(record)),
         None => Err(ProcessError::new(
             response::SYSTEM_ERROR,
-            format!("can not find message by the offset, {offset}"),
+            format!("can not find message by the offset, {}", h.offset),
         )),
     }
 }
@@ -91,11 +94,11 @@ pub fn search_offset_by_timestamp(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let topic = req.field("topic")?;
-    let queue_id: i32 = req.parse_field("queueId")?;
-    let timestamp: i64 = req.parse_field("timestamp")?;
-    let offset = broker.store.offset_by_time(topic, queue_id, timestamp);
-    Ok(Reply::Now(Some(ok(req).with_field("offset", offset))))
+    let h: SearchOffsetRequestHeader = req.decode_header()?;
+    let offset = broker
+        .store
+        .offset_by_time(&h.topic, h.queue_id, h.timestamp);
+    reply(ok(req).with_header(&SearchOffsetResponseHeader { offset }))
 }
 
 /// Store time of the first readable message of a queue (-1 when it has none).
@@ -104,11 +107,10 @@ pub fn earliest_msg_store_time(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let topic = req.field("topic")?;
-    let queue_id: i32 = req.parse_field("queueId")?;
-    let ts = broker
+    let h: GetEarliestMsgStoretimeRequestHeader = req.decode_header()?;
+    let timestamp = broker
         .store
-        .earliest_message_time_in_queue(topic, queue_id)
+        .earliest_message_time_in_queue(&h.topic, h.queue_id)
         .unwrap_or(-1);
-    Ok(Reply::Now(Some(ok(req).with_field("timestamp", ts))))
+    reply(ok(req).with_header(&GetEarliestMsgStoretimeResponseHeader { timestamp }))
 }

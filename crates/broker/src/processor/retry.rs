@@ -6,61 +6,16 @@
 
 use std::sync::Arc;
 
-use rocketpy_protocol::body::perm;
 use rocketpy_protocol::code::response;
+use rocketpy_protocol::header::ConsumerSendMsgBackRequestHeader;
 use rocketpy_protocol::message::java_hash;
 use rocketpy_protocol::message::properties::{self, keys};
-use rocketpy_protocol::message::record::MessageToStore;
-use rocketpy_protocol::message::record::{self, Decoded};
+use rocketpy_protocol::message::record::{self, Decoded, MessageToStore};
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
-use super::ok;
-use super::send::store_error;
-use crate::topic_config::{DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use super::{check_broker_writeable, dlq_topic, ok, reply, retry_topic, spread_queue, store_error};
 use crate::BrokerInner;
-
-/// The group's retry topic, created on demand with the group's `retryQueueNums` queues.
-pub(crate) fn retry_topic(
-    broker: &Arc<BrokerInner>,
-    group: &str,
-) -> Result<(String, i32), ProcessError> {
-    let Some(cfg) = broker.groups.find_or_create(group) else {
-        return Err(ProcessError::new(
-            response::SUBSCRIPTION_GROUP_NOT_EXIST,
-            format!("subscription group not exist, {group}"),
-        ));
-    };
-    let topic = format!("{RETRY_GROUP_TOPIC_PREFIX}{group}");
-    let (tc, created) = broker
-        .topics
-        .create_system_topic(&topic, cfg.retry_queue_nums.max(1), perm::READ_WRITE)
-        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
-    if created {
-        broker.register_now.notify_one();
-    }
-    Ok((topic, tc.write_queue_nums.max(1)))
-}
-
-/// The group's dead-letter topic: one queue, writable only (as in RocketMQ: reading it needs
-/// its permission changed first).
-pub(crate) fn dlq_topic(broker: &Arc<BrokerInner>, group: &str) -> Result<String, ProcessError> {
-    let topic = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
-    let (_, created) = broker
-        .topics
-        .create_system_topic(&topic, 1, perm::WRITE)
-        .map_err(|e| ProcessError::new(response::SYSTEM_ERROR, e.to_string()))?;
-    if created {
-        broker.register_now.notify_one();
-    }
-    Ok(topic)
-}
-
-fn spread(n: i32) -> i32 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    (NEXT.fetch_add(1, Ordering::Relaxed) % n.max(1) as u32) as i32
-}
 
 /// Handles CONSUMER_SEND_MSG_BACK.
 pub fn consumer_send_msg_back(
@@ -68,31 +23,19 @@ pub fn consumer_send_msg_back(
     conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let offset: i64 = req.parse_field("offset")?;
-    let group = req.field("group")?.to_owned();
-    let mut delay_level: i32 = req.parse_field("delayLevel")?;
-    let origin_msg_id = req.field_opt("originMsgId").unwrap_or_default().to_owned();
-    let max_from_client: Option<i32> = req
-        .field_opt("maxReconsumeTimes")
-        .map(|_| req.parse_field("maxReconsumeTimes"))
-        .transpose()?;
-    if !perm::is_writeable(broker.config().broker_permission) {
-        return Err(ProcessError::new(
-            response::NO_PERMISSION,
-            format!(
-                "the broker[{}] sending message is forbidden",
-                broker.config().broker_name
-            ),
-        ));
-    }
-    let Some(cfg) = broker.groups.find_or_create(&group) else {
+    let h: ConsumerSendMsgBackRequestHeader = req.decode_header()?;
+    let (offset, group) = (h.offset, h.group.as_str());
+    let mut delay_level = h.delay_level;
+    let origin_msg_id = h.origin_msg_id.clone().unwrap_or_default();
+    check_broker_writeable(broker)?;
+    let Some(cfg) = broker.groups.find_or_create(group) else {
         return Err(ProcessError::new(
             response::SUBSCRIPTION_GROUP_NOT_EXIST,
             format!("subscription group not exist, {group}"),
         ));
     };
     if cfg.retry_queue_nums <= 0 {
-        return Ok(Reply::Now(Some(ok(req)))); // the group does not retry
+        return reply(ok(req)); // the group does not retry
     }
     let Some(record_bytes) = broker.store.look_message_by_offset(offset) else {
         return Err(ProcessError::new(
@@ -106,7 +49,7 @@ pub fn consumer_send_msg_back(
             format!("the record at offset {offset} is unreadable"),
         ));
     };
-    let max = max_from_client.unwrap_or(cfg.retry_max_times);
+    let max = h.max_reconsume_times.unwrap_or(cfg.retry_max_times);
     let mut props: Vec<(String, String)> = properties::pairs(original.properties)
         .filter(|(k, _)| *k != keys::DELAY_TIME_LEVEL && *k != keys::WAIT_STORE_MSG_OK)
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -132,14 +75,14 @@ pub fn consumer_send_msg_back(
         });
     set(&mut props, keys::ORIGIN_MESSAGE_ID, origin);
     let (topic, queue_id) = if original.reconsume_times >= max || delay_level < 0 {
-        (dlq_topic(broker, &group)?, 0)
+        (dlq_topic(broker, group)?, 0)
     } else {
         if delay_level == 0 {
             delay_level = 3 + original.reconsume_times;
         }
         set(&mut props, keys::DELAY_TIME_LEVEL, delay_level.to_string());
-        let (topic, queues) = retry_topic(broker, &group)?;
-        (topic, spread(queues))
+        let (topic, queues) = retry_topic(broker, group)?;
+        (topic, spread_queue(queues))
     };
     let properties = properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let msg = MessageToStore {
@@ -161,5 +104,5 @@ pub fn consumer_send_msg_back(
         .store
         .put_messages_nowait(std::slice::from_ref(&msg))
         .map_err(store_error)?;
-    Ok(Reply::Now(Some(ok(req))))
+    reply(ok(req))
 }

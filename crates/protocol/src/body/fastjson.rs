@@ -65,9 +65,11 @@ pub fn normalize(input: &[u8]) -> Cow<'_, [u8]> {
     }
 }
 
-/// Parses fastjson or standard JSON into `T`.
+/// Parses fastjson or standard JSON into `T`, with fastjson's coercions of values (see
+/// [`super::lenient`]). Every body a server or client reads goes through here.
 pub fn from_slice<T: DeserializeOwned>(input: &[u8]) -> serde_json::Result<T> {
-    serde_json::from_slice(&normalize(input))
+    let value: serde_json::Value = serde_json::from_slice(&normalize(input))?;
+    super::lenient::from_value(value)
 }
 
 #[cfg(test)]

@@ -1,6 +1,60 @@
 //! HEART_BEAT and GET_CONSUMER_LIST_BY_GROUP bodies.
+//!
+//! The enums are written by name; clients that write them as ordinals (the C++ client) are
+//! read through [`super::lenient`], so their variants must stay in Java's declaration order.
 
 use serde::{Deserialize, Serialize};
+
+/// How a consumer gets messages (`ConsumeType`; Java order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsumeType {
+    /// Pull consumers ("PULL").
+    #[serde(rename = "CONSUME_ACTIVELY")]
+    ConsumeActively,
+    /// Push consumers ("PUSH").
+    #[default]
+    #[serde(rename = "CONSUME_PASSIVELY")]
+    ConsumePassively,
+    /// Pop consumers (5.x).
+    #[serde(rename = "CONSUME_POP")]
+    ConsumePop,
+}
+
+/// How a group shares messages (`MessageModel`; Java order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MessageModel {
+    /// Every consumer gets every message.
+    #[serde(rename = "BROADCASTING")]
+    Broadcasting,
+    /// Each message goes to one consumer of the group.
+    #[default]
+    #[serde(rename = "CLUSTERING")]
+    Clustering,
+}
+
+/// Where a group without a committed offset starts (`ConsumeFromWhere`; Java order).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsumeFromWhere {
+    /// At the end of the queue.
+    #[default]
+    #[serde(rename = "CONSUME_FROM_LAST_OFFSET")]
+    ConsumeFromLastOffset,
+    /// Deprecated in RocketMQ; as last offset.
+    #[serde(rename = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST")]
+    ConsumeFromLastOffsetAndFromMinWhenBootFirst,
+    /// Deprecated in RocketMQ; as first offset.
+    #[serde(rename = "CONSUME_FROM_MIN_OFFSET")]
+    ConsumeFromMinOffset,
+    /// Deprecated in RocketMQ; as last offset.
+    #[serde(rename = "CONSUME_FROM_MAX_OFFSET")]
+    ConsumeFromMaxOffset,
+    /// At the start of the queue.
+    #[serde(rename = "CONSUME_FROM_FIRST_OFFSET")]
+    ConsumeFromFirstOffset,
+    /// At the first message stored after the consumer's timestamp.
+    #[serde(rename = "CONSUME_FROM_TIMESTAMP")]
+    ConsumeFromTimestamp,
+}
 
 /// A subscription of one consumer group to one topic.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,15 +92,15 @@ fn default_expression_type() -> String {
 pub struct ConsumerData {
     /// The group.
     pub group_name: String,
-    /// "CONSUME_PASSIVELY" (push) or "CONSUME_ACTIVELY" (pull).
+    /// Push, pull or pop.
     #[serde(default)]
-    pub consume_type: String,
-    /// "CLUSTERING" or "BROADCASTING".
+    pub consume_type: ConsumeType,
+    /// Clustering or broadcasting.
     #[serde(default)]
-    pub message_model: String,
+    pub message_model: MessageModel,
     /// Where a new group starts.
     #[serde(default)]
-    pub consume_from_where: String,
+    pub consume_from_where: ConsumeFromWhere,
     /// Its subscriptions.
     #[serde(default)]
     pub subscription_data_set: Vec<SubscriptionData>,
@@ -83,4 +137,38 @@ pub struct HeartbeatData {
 pub struct ConsumerListBody {
     /// Client ids of the group's live consumers.
     pub consumer_id_list: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::fastjson;
+
+    #[test]
+    fn cpp_heartbeat_with_ordinals_and_string_numbers() {
+        let cpp = br#"{"clientID":"127.0.0.1@1","consumerDataSet":[{"consumeFromWhere":4,
+            "consumeType":1,"groupName":"g","messageModel":1,"subscriptionDataSet":[{
+            "classFilterMode":false,"codeSet":["2598919"],"expressionType":"TAG",
+            "subString":"TagA","subVersion":"1700000000000","tagsSet":["TagA"],"topic":"T"}],
+            "unitMode":false}],"producerDataSet":[{"groupName":"CLIENT_INNER_PRODUCER"}]}"#;
+        let hb: HeartbeatData = fastjson::from_slice(cpp).unwrap();
+        let c = &hb.consumer_data_set[0];
+        assert_eq!(c.consume_type, ConsumeType::ConsumePassively);
+        assert_eq!(c.message_model, MessageModel::Clustering);
+        assert_eq!(
+            c.consume_from_where,
+            ConsumeFromWhere::ConsumeFromFirstOffset
+        );
+        assert_eq!(c.subscription_data_set[0].sub_version, 1_700_000_000_000);
+        assert_eq!(c.subscription_data_set[0].code_set, vec![2598919]);
+        let out = serde_json::to_string(&hb).unwrap();
+        assert!(
+            out.contains(r#""consumeType":"CONSUME_PASSIVELY""#),
+            "{out}"
+        );
+        assert!(
+            out.contains(r#""consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET""#),
+            "{out}"
+        );
+    }
 }

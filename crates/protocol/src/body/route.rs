@@ -1,6 +1,7 @@
-//! `TopicRouteData`: the answer of GET_ROUTEINFO_BY_TOPIC.
+//! Routes: `TopicRouteData` (GET_ROUTEINFO_BY_TOPIC), `ClusterInfo` (GET_BROKER_CLUSTER_INFO),
+//! `TopicList` (GET_ALL_TOPIC_LIST_FROM_NAMESERVER).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -14,7 +15,7 @@ pub struct QueueData {
     pub read_queue_nums: i32,
     /// Queues producers write.
     pub write_queue_nums: i32,
-    /// Permission bits (see [`crate::body::perm`]).
+    /// Permission bits (see [`crate::flag::perm`]).
     pub perm: i32,
     /// Topic system flags.
     #[serde(default)]
@@ -56,6 +57,27 @@ pub struct TopicRouteData {
     /// Filter servers per broker address (always empty here; kept for compatibility).
     #[serde(default)]
     pub filter_server_table: HashMap<String, Vec<String>>,
+}
+
+/// `ClusterInfo`: the broker groups and clusters a name server knows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterInfo {
+    /// Broker group name -> addresses.
+    #[serde(default)]
+    pub broker_addr_table: BTreeMap<String, BrokerData>,
+    /// Cluster name -> broker group names.
+    #[serde(default)]
+    pub cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// `TopicList`: every topic a name server routes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicList {
+    /// The topic names.
+    #[serde(default)]
+    pub topic_list: Vec<String>,
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::perm;
+use crate::flag::perm;
 
 /// One topic's configuration, as kept in `config/topics.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

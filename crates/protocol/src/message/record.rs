@@ -33,22 +33,7 @@ pub const PHYSICAL_OFFSET_POS: usize = 28;
 /// Offset of STORETIMESTAMP within a record with an IPv4 born host.
 pub const STORE_TIMESTAMP_POS_V4: usize = 56;
 
-/// Bits of SYSFLAG.
-pub mod sys_flag {
-    pub const COMPRESSED: i32 = 0x1;
-    pub const MULTI_TAGS: i32 = 0x2;
-    pub const TRANSACTION_NOT_TYPE: i32 = 0;
-    pub const TRANSACTION_PREPARED_TYPE: i32 = 0x4;
-    pub const TRANSACTION_COMMIT_TYPE: i32 = 0x8;
-    pub const TRANSACTION_ROLLBACK_TYPE: i32 = 0xC;
-    pub const BORNHOST_V6: i32 = 0x10;
-    pub const STOREHOST_V6: i32 = 0x20;
-
-    /// The transaction type bits of `flag`.
-    pub fn transaction_type(flag: i32) -> i32 {
-        flag & TRANSACTION_ROLLBACK_TYPE
-    }
-}
+use crate::flag::message as sys_flag;
 
 /// A message as handed to the store (`MessageExtBrokerInner`).
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use rocketpy_protocol::message::properties;
 use rocketpy_protocol::message::record::{self, Decoded};
-use rocketpy_store::delay::SCHEDULE_TOPIC;
+use rocketpy_protocol::topic::SCHEDULE_TOPIC;
 use rocketpy_store::sim::{PowerLoss, SimStorage};
 use rocketpy_store::{FlushDiskType, GetMessageStatus, MessageStore};
 

@@ -5,25 +5,28 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+from rmq_wire import Wire
+
 from helpers import wait_until
 from rocketpy import Message, Producer
-from rocketpy._native import Broker, NameServer, RemotingClient
+from rocketpy._native import Broker, InvalidArgumentError, NameServer, RemotingClient
 from rocketpy.protocol import RequestCode, ResponseCode
 
 
 def test_topic_admin_and_offset_requests(dev_server):
     client = RemotingClient()
     broker = dev_server.broker
-    create = {
-        "topic": "AdminTopic",
-        "defaultTopic": "TBW102",
-        "readQueueNums": "8",
-        "writeQueueNums": "8",
-        "perm": "6",
-        "topicFilterType": "SINGLE_TAG",
-        "topicSysFlag": "0",
-        "order": "false",
-    }
+    create = dict(
+        topic="AdminTopic",
+        default_topic="TBW102",
+        read_queue_nums=8,
+        write_queue_nums=8,
+        perm=6,
+        topic_filter_type="SINGLE_TAG",
+        topic_sys_flag=0,
+        order=False,
+    )
     assert (
         client.invoke(broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create).code
         == ResponseCode.SUCCESS
@@ -35,7 +38,7 @@ def test_topic_admin_and_offset_requests(dev_server):
 
     def route_queues() -> int:
         resp = client.invoke(
-            dev_server.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "AdminTopic"}
+            dev_server.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, dict(topic="AdminTopic")
         )
         if resp.code != ResponseCode.SUCCESS:
             return 0
@@ -43,7 +46,7 @@ def test_topic_admin_and_offset_requests(dev_server):
 
     assert wait_until(lambda: route_queues() == 8), "the broker re-registers after a topic change"
     missing = client.invoke(
-        dev_server.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "NoSuchTopic"}
+        dev_server.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, dict(topic="NoSuchTopic")
     )
     assert missing.code == ResponseCode.TOPIC_NOT_EXIST
 
@@ -53,24 +56,29 @@ def test_topic_admin_and_offset_requests(dev_server):
     with Producer("admin-producer", dev_server.namesrv) as p:
         for _ in range(5):
             p.send(Message("AdminTopic", b"x"), queue=p.message_queues("AdminTopic")[7])
-    q = {"topic": "AdminTopic", "queueId": "7"}
-    assert client.invoke(broker, RequestCode.GET_MAX_OFFSET, q).field("offset") == "5"
-    assert client.invoke(broker, RequestCode.GET_MIN_OFFSET, q).field("offset") == "0"
+    q = dict(topic="AdminTopic", queue_id=7)
+    max_offset = client.invoke(broker, RequestCode.GET_MAX_OFFSET, q)
+    assert max_offset.header.offset == 5
+    assert max_offset.ext_fields == {"offset": "5"}, "wire name as RocketMQ's"
+    assert client.invoke(broker, RequestCode.GET_MIN_OFFSET, q).header.offset == 0
 
-    group = {"consumerGroup": "g1", "topic": "AdminTopic", "queueId": "7"}
+    group = dict(consumer_group="g1", topic="AdminTopic", queue_id=7)
     young = client.invoke(broker, RequestCode.QUERY_CONSUMER_OFFSET, group)
-    assert (young.code, young.field("offset")) == (ResponseCode.SUCCESS, "0"), (
-        "young queue: start at 0"
-    )
-    update = dict(group, commitOffset="3")
+    assert (young.code, young.header.offset) == (ResponseCode.SUCCESS, 0), "young queue: start at 0"
+    update = dict(group, commit_offset=3)
     assert (
         client.invoke(broker, RequestCode.UPDATE_CONSUMER_OFFSET, update).code
         == ResponseCode.SUCCESS
     )
-    assert client.invoke(broker, RequestCode.QUERY_CONSUMER_OFFSET, group).field("offset") == "3"
-    missing_field = client.invoke(
-        broker, RequestCode.QUERY_CONSUMER_OFFSET, {"topic": "AdminTopic"}
-    )
+    assert client.invoke(broker, RequestCode.QUERY_CONSUMER_OFFSET, group).header.offset == 3
+    with pytest.raises(InvalidArgumentError, match="consumer_group"):
+        client.invoke(broker, RequestCode.QUERY_CONSUMER_OFFSET, dict(topic="AdminTopic"))
+    with pytest.raises(InvalidArgumentError, match="no field"):
+        client.invoke(broker, RequestCode.GET_MAX_OFFSET, dict(q, queueId=7))
+    with pytest.raises(InvalidArgumentError, match="queue_id: expected Int"):
+        client.invoke(broker, RequestCode.GET_MAX_OFFSET, dict(q, queue_id="7"))
+    with Wire(broker) as w:  # what the native client refuses to send, a broker must refuse too
+        missing_field = w.call(RequestCode.QUERY_CONSUMER_OFFSET, {"topic": "AdminTopic"})
     assert missing_field.code == ResponseCode.SYSTEM_ERROR and "consumerGroup" in (
         missing_field.remark or ""
     )

@@ -35,7 +35,7 @@ def test_unstarted_producer_and_dead_name_server():
 def test_remoting_errors_and_garbage_bodies():
     client = RemotingClient()
     with pytest.raises(RemotingConnectError):
-        client.invoke("127.0.0.1:1", 105, {"topic": "T"}, None, 1000)
+        client.invoke("127.0.0.1:1", 105, dict(topic="T"), None, 1000)
     with pytest.raises(CorruptDataError):
         decode_messages(b"\x00\x00\x00\x10garbage-garbage-")
     assert decode_messages(b"") == []

@@ -19,8 +19,20 @@ class CorruptDataError(StoreError): ...
 class ConfigError(RocketpyError): ...
 class DataLossError(RocketpyError): ...
 
+class Header:
+    """A received header: each field of its RocketMQ header by snake_case attribute name
+    (``None`` when absent); ``raw`` holds the fields by wire name."""
+
+    def __getattr__(self, name: str) -> Any: ...
+    @property
+    def raw(self) -> dict[str, str]: ...
+
+#: Request header values (str, int or bool) by snake_case attribute name; ``None`` leaves a
+#: field out. Checked against the request code's header by the native module.
+HeaderValues = Mapping[str, object]
+
 class RemotingResponse:
-    """A response (or a request a server sent to the client)."""
+    """A response."""
 
     @property
     def code(self) -> int: ...
@@ -31,10 +43,11 @@ class RemotingResponse:
     @property
     def flag(self) -> int: ...
     @property
+    def header(self) -> Header: ...
+    @property
     def ext_fields(self) -> dict[str, str]: ...
     @property
     def body(self) -> bytes: ...
-    def field(self, name: str, default: str | None = None) -> str | None: ...
     def decode_messages(self, broker_name: str | None = None) -> list[MessageExt]: ...
 
 class RemotingClient:
@@ -42,14 +55,14 @@ class RemotingClient:
 
     def __init__(
         self,
-        request_handler: Callable[[int, dict[str, str], bytes], None] | None = None,
+        request_handler: Callable[[int, Header, bytes], None] | None = None,
         connect_timeout_ms: int = 3000,
     ) -> None: ...
     def invoke(
         self,
         addr: str,
         code: int,
-        ext_fields: Mapping[str, str] | None = None,
+        header: HeaderValues | None = None,
         body: bytes | None = None,
         timeout_ms: int = 3000,
         binary: bool = False,
@@ -58,7 +71,7 @@ class RemotingClient:
         self,
         addr: str,
         code: int,
-        ext_fields: Mapping[str, str] | None = None,
+        header: HeaderValues | None = None,
         body: bytes | None = None,
         binary: bool = False,
     ) -> None: ...
@@ -66,7 +79,7 @@ class RemotingClient:
         self,
         addr: str,
         code: int,
-        ext_fields: Mapping[str, str] | None,
+        header: HeaderValues | None,
         body: bytes | None,
         timeout_ms: int,
         callback: Callable[[RemotingResponse | None, BaseException | None], None],
@@ -176,6 +189,13 @@ class Broker:
     def store_path(self) -> str: ...
     def shutdown(self) -> None: ...
 
+REQUEST_CODES: dict[str, int]
+RESPONSE_CODES: dict[str, int]
+PERM: dict[str, int]
+PULL_SYS_FLAG: dict[str, int]
+MESSAGE_SYS_FLAG: dict[str, int]
+
+def validate_topic(name: str) -> None: ...
 def decode_messages(data: bytes, broker_name: str | None = None) -> list[MessageExt]: ...
 def encode_properties(props: list[tuple[str, str]]) -> str: ...
 def decode_properties(text: str) -> dict[str, str]: ...

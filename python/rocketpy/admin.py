@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rocketpy._native import MessageExt, RemotingClient
+from rocketpy._native import MessageExt, RemotingClient, RemotingResponse
 from rocketpy.client.instance import check
 from rocketpy.client.route import TopicRouteData
 from rocketpy.errors import ClientError, RemotingError
 from rocketpy.message import MessageQueue
-from rocketpy.protocol import RequestCode, ResponseCode
+from rocketpy.protocol import AUTO_CREATE_TOPIC_KEY, Perm, RequestCode, ResponseCode
 from rocketpy.validate import check_topic
 
 #: Topic permissions (``PermName``).
-PERM_READ, PERM_WRITE = 4, 2
+PERM_READ, PERM_WRITE = Perm.READ, Perm.WRITE
 
 
 class Admin:
@@ -43,11 +43,11 @@ class Admin:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _namesrv_call(self, code: int, fields: dict[str, str] | None = None) -> Any:
+    def _namesrv_call(self, code: int, header: dict[str, object] | None = None) -> Any:
         last: Exception | None = None
         for addr in self._namesrv:
             try:
-                return self._client.invoke(addr, code, fields or {}, None, self._timeout)
+                return self._client.invoke(addr, code, header, None, self._timeout)
             except RemotingError as e:
                 last = e
         raise ClientError(f"no name server answered: {last}")
@@ -77,7 +77,7 @@ class Admin:
 
     def topic_route(self, topic: str) -> TopicRouteData | None:
         """The route of ``topic`` (None if it has none)."""
-        resp = self._namesrv_call(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        resp = self._namesrv_call(RequestCode.GET_ROUTEINFO_BY_TOPIC, dict(topic=topic))
         if resp.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
         return TopicRouteData.decode(check(resp, "namesrv").body)
@@ -93,23 +93,23 @@ class Admin:
         """Creates (or updates) ``topic`` with ``queues`` read and write queues on every master
         (or on ``broker_addrs``)."""
         check_topic(topic)
-        fields = {
-            "topic": topic,
-            "defaultTopic": "TBW102",
-            "readQueueNums": str(queues),
-            "writeQueueNums": str(queues),
-            "perm": str(perm),
-            "topicFilterType": "SINGLE_TAG",
-            "topicSysFlag": "0",
-            "order": str(order).lower(),
-        }
+        header = dict(
+            topic=topic,
+            default_topic=AUTO_CREATE_TOPIC_KEY,
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            topic_sys_flag=0,
+            order=order,
+        )
         targets = broker_addrs or self.master_addrs()
         if not targets:
             raise ClientError("no broker is registered with the name servers")
         for addr in targets:
             check(
                 self._client.invoke(
-                    addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, None, self._timeout
+                    addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header, None, self._timeout
                 ),
                 addr,
             )
@@ -121,11 +121,11 @@ class Admin:
                 return b.master_addr()  # type: ignore[return-value]
         raise ClientError(f"no master for {mq}")
 
-    def _offset_call(self, code: int, mq: MessageQueue, addr: str | None, **extra: str) -> int:
+    def _offset_call(self, code: int, mq: MessageQueue, addr: str | None, **extra: int) -> int:
         addr = addr or self._broker_of(mq)
-        fields = {"topic": mq.topic, "queueId": str(mq.queue_id), **extra}
-        resp = self._client.invoke(addr, code, fields, None, self._timeout)
-        return int(check(resp, addr).field("offset", "-1") or -1)
+        header = dict(topic=mq.topic, queue_id=mq.queue_id, **extra)
+        resp = self._client.invoke(addr, code, header, None, self._timeout)
+        return _offset(check(resp, addr))
 
     # ``broker_addr``, when the caller knows the master already, saves a route look-up.
 
@@ -143,34 +143,36 @@ class Admin:
         """The first offset of ``mq`` stored at or after ``timestamp_ms`` (the max offset when
         none is)."""
         return self._offset_call(
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, broker_addr, timestamp=str(timestamp_ms)
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, broker_addr, timestamp=timestamp_ms
         )
 
     def consumer_offset(self, group: str, mq: MessageQueue) -> int:
         """The offset ``group`` committed for ``mq`` (-1 if none)."""
         addr = self._broker_of(mq)
-        fields = {"consumerGroup": group, "topic": mq.topic, "queueId": str(mq.queue_id)}
+        header = dict(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
         resp = self._client.invoke(
-            addr, RequestCode.QUERY_CONSUMER_OFFSET, fields, None, self._timeout
+            addr, RequestCode.QUERY_CONSUMER_OFFSET, header, None, self._timeout
         )
         if resp.code == ResponseCode.QUERY_NOT_FOUND:
             return -1
-        return int(check(resp, addr).field("offset", "-1") or -1)
+        return _offset(check(resp, addr))
 
     def query_message(
         self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int = 2**62
     ) -> list[MessageExt]:
         """Messages of ``topic`` with id (UNIQ_KEY) or key ``key``, from every master."""
         found: list[MessageExt] = []
-        fields = {
-            "topic": topic,
-            "key": key,
-            "maxNum": str(max_num),
-            "beginTimestamp": str(begin_ms),
-            "endTimestamp": str(end_ms),
-        }
+        header = dict(
+            topic=topic, key=key, max_num=max_num, begin_timestamp=begin_ms, end_timestamp=end_ms
+        )
         for addr in self.master_addrs():
-            resp = self._client.invoke(addr, RequestCode.QUERY_MESSAGE, fields, None, self._timeout)
+            resp = self._client.invoke(addr, RequestCode.QUERY_MESSAGE, header, None, self._timeout)
             if resp.code == ResponseCode.SUCCESS:
                 found.extend(resp.decode_messages())
         return found
+
+
+def _offset(resp: RemotingResponse) -> int:
+    """The ``offset`` of an offset answer (-1 when the broker left it out)."""
+    offset = resp.header.offset
+    return -1 if offset is None else int(offset)

@@ -72,10 +72,11 @@ def select_random(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> Mes
 
 @dataclass
 class _Prepared:
-    """A message ready to go: header fields (without the queue) and body."""
+    """A message ready to go: its SEND_MESSAGE header by attribute (without the queue) and
+    its body."""
 
     topic: str
-    fields: dict[str, str]
+    header: dict[str, object]
     body: bytes
     msg_id: str
     code: int = RequestCode.SEND_MESSAGE_V2
@@ -263,27 +264,27 @@ class Producer:
         if len(body) > self.compress_msg_body_over_howmuch:
             body = zlib.compress(body, 5)
             sys_flag |= MessageSysFlag.COMPRESSED
-        fields = self._fields(
+        header = self._header(
             msg.topic, sys_flag, msg.flag, encode_properties(list(props.items())), batch=False
         )
-        return _Prepared(msg.topic, fields, body, uniq)
+        return _Prepared(msg.topic, header, body, uniq)
 
-    def _fields(
+    def _header(
         self, topic: str, sys_flag: int, flag: int, props: str, batch: bool
-    ) -> dict[str, str]:
-        return {
-            "a": self.group,
-            "b": topic,
-            "c": AUTO_CREATE_TOPIC_KEY,
-            "d": str(self.default_topic_queue_nums),
-            "f": str(sys_flag),
-            "g": str(now_millis()),
-            "h": str(flag),
-            "i": props,
-            "j": "0",
-            "k": "false",
-            "m": "true" if batch else "false",
-        }
+    ) -> dict[str, object]:
+        return dict(
+            producer_group=self.group,
+            topic=topic,
+            default_topic=AUTO_CREATE_TOPIC_KEY,
+            default_topic_queue_nums=self.default_topic_queue_nums,
+            sys_flag=sys_flag,
+            born_timestamp=now_millis(),
+            flag=flag,
+            properties=props,
+            reconsume_times=0,
+            unit_mode=False,
+            batch=batch,
+        )
 
     def _prepare_batch(self, msgs: Sequence[Message]) -> _Prepared:
         if not msgs:
@@ -310,8 +311,8 @@ class Producer:
             raise ClientError(
                 f"the batch is {len(body)} bytes, over the limit {self.max_message_size}; split it"
             )
-        fields = self._fields(topic, 0, 0, "", batch=True)
-        return _Prepared(topic, fields, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
+        header = self._header(topic, 0, 0, "", batch=True)
+        return _Prepared(topic, header, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
 
     def _addr(self, mq: MessageQueue) -> str:
         inst = self._client()
@@ -329,15 +330,18 @@ class Producer:
         if status is None:
             check(resp, addr)
             raise BrokerResponseError(resp.code, resp.remark, addr)
-        queue_id = int(resp.field("queueId", str(mq.queue_id)) or mq.queue_id)
+        h = resp.header
+        queue_id, queue_offset = h.queue_id, h.queue_offset
         return SendResult(
             status=status,
             msg_id=msg_id,
-            offset_msg_id=resp.field("msgId", "") or "",
-            message_queue=MessageQueue(mq.topic, mq.broker_name, queue_id),
-            queue_offset=int(resp.field("queueOffset", "-1") or -1),
-            region_id=resp.field("MSG_REGION", "DefaultRegion") or "DefaultRegion",
-            transaction_id=resp.field("transactionId"),
+            offset_msg_id=h.msg_id or "",
+            message_queue=MessageQueue(
+                mq.topic, mq.broker_name, mq.queue_id if queue_id is None else queue_id
+            ),
+            queue_offset=-1 if queue_offset is None else queue_offset,
+            region_id=h.msg_region or "DefaultRegion",
+            transaction_id=h.transaction_id,
         )
 
     def _choose(
@@ -406,11 +410,11 @@ class Producer:
 
     def _send_once(self, prepared: _Prepared, mq: MessageQueue, timeout_ms: int) -> SendResult:
         addr = self._addr(mq)
-        fields = dict(prepared.fields, e=str(mq.queue_id))
+        header = dict(prepared.header, queue_id=mq.queue_id)
         started = time.monotonic()
         try:
             resp = self._client().remoting.invoke(
-                addr, prepared.code, fields, prepared.body, max(1, timeout_ms)
+                addr, prepared.code, header, prepared.body, max(1, timeout_ms)
             )
             result = self._result(resp, addr, mq, prepared.msg_id)
         except (RemotingError, ClientError, BrokerResponseError):
@@ -532,9 +536,9 @@ class Producer:
                 self._note_latency(mq, started, failed=True)
                 attempt(n + 1, mq.broker_name, [*errors, str(err)])
 
-            fields = dict(prepared.fields, e=str(mq.queue_id))
+            header = dict(prepared.header, queue_id=mq.queue_id)
             self._client().remoting.invoke_async(
-                addr, prepared.code, fields, prepared.body, max(1, left), done
+                addr, prepared.code, header, prepared.body, max(1, left), done
             )
 
         attempt(0, None, [])
@@ -555,5 +559,5 @@ class Producer:
         mq = self._choose(prepared, queue, selector, arg, msg) or self._select_queue(
             self.publish_info(prepared.topic), None
         )
-        fields = dict(prepared.fields, e=str(mq.queue_id))
-        self._client().remoting.invoke_oneway(self._addr(mq), prepared.code, fields, prepared.body)
+        header = dict(prepared.header, queue_id=mq.queue_id)
+        self._client().remoting.invoke_oneway(self._addr(mq), prepared.code, header, prepared.body)

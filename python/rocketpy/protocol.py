@@ -1,5 +1,11 @@
-"""Request and response codes of the RocketMQ 4.x remoting protocol (a compatibility surface:
-the numbers must match Apache RocketMQ and ``crates/remoting/src/code.rs``)."""
+"""Codes, flags and names of the RocketMQ 4.x protocol, typed for Python.
+
+The numbers are a compatibility surface: they must match Apache RocketMQ. Their one source is
+``crates/protocol`` (``code.rs``, ``flag.rs``); ``tests/test_protocol_tables.py`` checks every
+class here against the native tables (``_native.REQUEST_CODES`` and the others), both ways.
+Header field names are not here at all: requests are built by attribute name through the native
+header specs (``RemotingClient.invoke(addr, code, {"queue_id": 3, ...})``) and responses read
+as ``response.header.queue_offset``."""
 
 from __future__ import annotations
 
@@ -34,6 +40,8 @@ class RequestCode:
     UNREGISTER_BROKER: Final = 104
     GET_ROUTEINFO_BY_TOPIC: Final = 105
     GET_BROKER_CLUSTER_INFO: Final = 106
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: Final = 200
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG: Final = 201
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER: Final = 206
     SEND_MESSAGE_V2: Final = 310
     SEND_BATCH_MESSAGE: Final = 320
@@ -77,9 +85,20 @@ class MessageSysFlag:
 
     COMPRESSED: Final = 0x1
     MULTI_TAGS: Final = 0x2
-    TRANSACTION_PREPARED: Final = 0x4
-    TRANSACTION_COMMIT: Final = 0x8
-    TRANSACTION_ROLLBACK: Final = 0xC
+    TRANSACTION_NOT_TYPE: Final = 0
+    TRANSACTION_PREPARED_TYPE: Final = 0x4
+    TRANSACTION_COMMIT_TYPE: Final = 0x8
+    TRANSACTION_ROLLBACK_TYPE: Final = 0xC
+    BORNHOST_V6: Final = 0x10
+    STOREHOST_V6: Final = 0x20
+
+
+class Perm:
+    """Topic and broker permission bits (``PermName``)."""
+
+    INHERIT: Final = 1
+    WRITE: Final = 2
+    READ: Final = 4
 
 
 class Property:

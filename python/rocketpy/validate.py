@@ -2,33 +2,34 @@
 
 from __future__ import annotations
 
-import re
-
+from rocketpy import _native
 from rocketpy.errors import ClientError
+from rocketpy.protocol import retry_topic
 
-TOPIC_MAX_LENGTH = 127
-_TOPIC = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 #: Largest body accepted by default (RocketMQ's ``maxMessageSize``).
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 
 
 def check_topic(topic: str) -> None:
-    """Raises :class:`ClientError` unless ``topic`` is a valid topic name."""
-    if not topic or not topic.strip():
-        raise ClientError("the specified topic is blank")
-    if len(topic) > TOPIC_MAX_LENGTH:
-        raise ClientError(f"the specified topic is longer than {TOPIC_MAX_LENGTH} characters")
-    if not _TOPIC.match(topic):
-        raise ClientError(
-            f"the specified topic {topic!r} contains illegal characters; "
-            "allowed: letters, digits, %, |, _ and -"
-        )
+    """Raises :class:`ClientError` unless ``topic`` is a valid topic name. The rule is the
+    broker's own (``rocketpy_protocol::topic``): 1 to 127 characters of letters, digits, ``%``,
+    ``|``, ``_`` and ``-``."""
+    try:
+        _native.validate_topic(topic)
+    except _native.InvalidArgumentError as e:
+        raise ClientError(str(e).removeprefix("invalid argument: ")) from None
 
 
 def check_group(group: str) -> None:
-    """Raises :class:`ClientError` unless ``group`` is a valid group name."""
-    if not group or len(group) > 255 or not _TOPIC.match(group):
-        raise ClientError(f"the specified group {group!r} is invalid (letters, digits, %, |, _, -)")
+    """Raises :class:`ClientError` unless ``group`` is a valid group name: its retry topic
+    (``%RETRY%`` + group) must be a valid topic, as the broker requires."""
+    try:
+        _native.validate_topic(retry_topic(group))
+    except _native.InvalidArgumentError:
+        raise ClientError(
+            f"the specified group {group!r} is invalid: at most 120 characters of letters, "
+            "digits, %, |, _ and -"
+        ) from None
 
 
 def check_body(body: bytes, max_size: int = MAX_MESSAGE_SIZE) -> None:

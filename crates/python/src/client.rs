@@ -16,11 +16,14 @@ use rocketpy_remoting::{
 
 use crate::callbacks;
 use crate::errors;
+use crate::header::{request_fields, Header};
 use crate::runtime::{runtime, wait};
 
-/// A response (or a request received from a server).
+/// A response.
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct RemotingResponse {
+    /// The code of the request this answers (which says what its header holds).
+    request_code: i32,
     #[pyo3(get)]
     code: i32,
     #[pyo3(get)]
@@ -33,9 +36,10 @@ pub struct RemotingResponse {
     body: Bytes,
 }
 
-impl From<RemotingCommand> for RemotingResponse {
-    fn from(cmd: RemotingCommand) -> Self {
+impl RemotingResponse {
+    fn new(request_code: i32, cmd: RemotingCommand) -> Self {
         RemotingResponse {
+            request_code,
             code: cmd.code,
             remark: cmd.remark,
             opaque: cmd.opaque,
@@ -48,7 +52,13 @@ impl From<RemotingCommand> for RemotingResponse {
 
 #[pymethods]
 impl RemotingResponse {
-    /// Header fields as a new dict.
+    /// The response header, read by attribute (`None` for absent fields).
+    #[getter]
+    fn header(&self) -> Header {
+        Header::of_response(self.request_code, self.fields.clone())
+    }
+
+    /// Header fields by wire name, as a new dict (for diagnostics).
     #[getter]
     fn ext_fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
@@ -74,12 +84,6 @@ impl RemotingResponse {
         crate::message::MessageExt::decode_all(&self.body, broker_name)
     }
 
-    /// One header field, or `default`.
-    #[pyo3(signature = (name, default=None))]
-    fn field(&self, name: &str, default: Option<String>) -> Option<String> {
-        self.fields.get(name).cloned().or(default)
-    }
-
     fn __repr__(&self) -> String {
         format!(
             "RemotingResponse(code={}, remark={:?}, fields={}, body={} bytes)",
@@ -92,7 +96,7 @@ impl RemotingResponse {
 }
 
 /// Hands server-initiated requests (NOTIFY_CONSUMER_IDS_CHANGED, ...) to a Python callable
-/// `handler(code, ext_fields, body)` on the callback thread. Requests that expect an answer
+/// `handler(code, header, body)` on the callback thread. Requests that expect an answer
 /// are answered REQUEST_CODE_NOT_SUPPORTED: the Python client only takes notifications.
 struct PyRequestHandler {
     handler: Arc<Py<PyAny>>,
@@ -113,9 +117,9 @@ impl RequestHandler for PyRequestHandler {
         // An Arc clone: the I/O thread never takes the GIL.
         let handler = self.handler.clone();
         callbacks::submit(move |py| {
-            let fields: HashMap<String, String> = request.ext_fields;
+            let header = Header::of_request(request.code, request.ext_fields);
             let body = PyBytes::new(py, &request.body);
-            callbacks::call_reporting(py, &handler, (request.code, fields, body));
+            callbacks::call_reporting(py, &handler, (request.code, header, body));
         });
         Reply::Now(answer)
     }
@@ -123,21 +127,19 @@ impl RequestHandler for PyRequestHandler {
 
 fn build(
     code: i32,
-    ext_fields: Option<HashMap<String, String>>,
+    header: Option<&Bound<'_, PyDict>>,
     body: Option<&[u8]>,
     binary: bool,
-) -> RemotingCommand {
+) -> PyResult<RemotingCommand> {
     let mut cmd = RemotingCommand::request(code);
-    if let Some(f) = ext_fields {
-        cmd.ext_fields = f;
-    }
+    cmd.ext_fields = request_fields(code, header)?;
     if let Some(b) = body {
         cmd.body = Bytes::copy_from_slice(b);
     }
     if binary {
         cmd.serialize_type = SerializeType::RocketMq;
     }
-    cmd
+    Ok(cmd)
 }
 
 /// A connection-pooling client of the RocketMQ remoting protocol.
@@ -164,60 +166,63 @@ impl RemotingClient {
         }
     }
 
-    /// Sends a request and waits for its response.
-    #[pyo3(signature = (addr, code, ext_fields=None, body=None, timeout_ms=3000, binary=false))]
+    /// Sends a request and waits for its response. `header` gives the request header by
+    /// attribute name (see `rocketpy_protocol::header`).
+    #[pyo3(signature = (addr, code, header=None, body=None, timeout_ms=3000, binary=false))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn invoke(
         &self,
         py: Python<'_>,
         addr: &str,
         code: i32,
-        ext_fields: Option<HashMap<String, String>>,
+        header: Option<&Bound<'_, PyDict>>,
         body: Option<&[u8]>,
         timeout_ms: u64,
         binary: bool,
     ) -> PyResult<RemotingResponse> {
-        let cmd = build(code, ext_fields, body, binary);
+        let cmd = build(code, header, body, binary)?;
         let client = self.inner.clone();
         let fut = async move {
             client
                 .invoke(addr, cmd, Duration::from_millis(timeout_ms))
                 .await
         };
-        wait(py, fut)?.map(Into::into).map_err(errors::remoting)
+        wait(py, fut)?
+            .map(|resp| RemotingResponse::new(code, resp))
+            .map_err(errors::remoting)
     }
 
     /// Sends a request marked oneway.
-    #[pyo3(signature = (addr, code, ext_fields=None, body=None, binary=false))]
+    #[pyo3(signature = (addr, code, header=None, body=None, binary=false))]
     fn invoke_oneway(
         &self,
         py: Python<'_>,
         addr: &str,
         code: i32,
-        ext_fields: Option<HashMap<String, String>>,
+        header: Option<&Bound<'_, PyDict>>,
         body: Option<&[u8]>,
         binary: bool,
     ) -> PyResult<()> {
-        let cmd = build(code, ext_fields, body, binary);
+        let cmd = build(code, header, body, binary)?;
         let client = self.inner.clone();
         wait(py, async move { client.invoke_oneway(addr, cmd).await })?.map_err(errors::remoting)
     }
 
     /// Sends a request and returns at once; `callback(response, error)` runs later on the
     /// callback thread with exactly one of the two set.
-    #[pyo3(signature = (addr, code, ext_fields, body, timeout_ms, callback, binary=false))]
+    #[pyo3(signature = (addr, code, header, body, timeout_ms, callback, binary=false))]
     #[allow(clippy::too_many_arguments)]
     fn invoke_async(
         &self,
         addr: &str,
         code: i32,
-        ext_fields: Option<HashMap<String, String>>,
+        header: Option<&Bound<'_, PyDict>>,
         body: Option<&[u8]>,
         timeout_ms: u64,
         callback: Py<PyAny>,
         binary: bool,
-    ) {
-        let cmd = build(code, ext_fields, body, binary);
+    ) -> PyResult<()> {
+        let cmd = build(code, header, body, binary)?;
         self.inner.invoke_async(
             addr,
             cmd,
@@ -225,7 +230,7 @@ impl RemotingClient {
             move |result| {
                 callbacks::submit(move |py| {
                     let args = match result {
-                        Ok(resp) => match Py::new(py, RemotingResponse::from(resp)) {
+                        Ok(resp) => match Py::new(py, RemotingResponse::new(code, resp)) {
                             Ok(r) => (r.into_any(), py.None()),
                             Err(e) => (py.None(), e.into_value(py).into_any()),
                         },
@@ -235,6 +240,7 @@ impl RemotingClient {
                 });
             },
         );
+        Ok(())
     }
 
     /// Reads offsets `[start, end)` of one queue from the broker at `addr` as column buffers

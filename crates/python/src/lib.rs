@@ -6,9 +6,11 @@ mod callbacks;
 mod client;
 mod columns;
 mod errors;
+mod header;
 mod json;
 mod logging;
 mod message;
+mod protocol;
 mod pull_range;
 mod runtime;
 mod server;
@@ -20,8 +22,10 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
+    protocol::register(m)?;
     m.add_class::<client::RemotingClient>()?;
     m.add_class::<client::RemotingResponse>()?;
+    m.add_class::<header::Header>()?;
     m.add_class::<message::MessageExt>()?;
     m.add_class::<buffer::BytesView>()?;
     m.add_class::<server::NameServer>()?;

@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from rocketpy._native import RemotingClient, RemotingResponse
+from rocketpy._native import Header, RemotingClient, RemotingResponse
 from rocketpy._util import local_ip
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
@@ -223,21 +223,21 @@ class ClientInstance:
         self._unregister_client(consumer_group=group)
 
     def _unregister_client(self, producer_group: str = "", consumer_group: str = "") -> None:
-        fields = {"clientID": self.client_id}
-        if producer_group:
-            fields["producerGroup"] = producer_group
-        if consumer_group:
-            fields["consumerGroup"] = consumer_group
+        header = dict(
+            client_id=self.client_id,
+            producer_group=producer_group or None,
+            consumer_group=consumer_group or None,
+        )
         for addr in self._all_broker_addrs():
             try:
-                self.remoting.invoke(addr, RequestCode.UNREGISTER_CLIENT, fields, None, 3000)
+                self.remoting.invoke(addr, RequestCode.UNREGISTER_CLIENT, header, None, 3000)
             except Exception as e:
                 log.debug("UNREGISTER_CLIENT to %s failed: %s", addr, e)
 
     # -- name servers and routes ------------------------------------------------------------
 
     def invoke_namesrv(
-        self, code: int, fields: dict[str, str], timeout_ms: int | None = None
+        self, code: int, header: dict[str, object], timeout_ms: int | None = None
     ) -> RemotingResponse:
         """Sends to the current name server, failing over to the others in turn."""
         timeout = timeout_ms or self.config.request_timeout_ms
@@ -249,7 +249,7 @@ class ClientInstance:
             i = (start + k) % count
             addr = self._namesrv[i]
             try:
-                resp = self.remoting.invoke(addr, code, fields, None, timeout)
+                resp = self.remoting.invoke(addr, code, header, None, timeout)
             except RemotingError as e:
                 last = e
                 log.debug("name server %s failed (%s); trying the next", addr, e)
@@ -260,7 +260,7 @@ class ClientInstance:
 
     def fetch_route(self, topic: str) -> TopicRouteData | None:
         """The topic's route from a name server; ``None`` if the topic does not exist."""
-        resp = self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        resp = self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, dict(topic=topic))
         if resp.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
         check(resp, "namesrv")
@@ -355,13 +355,13 @@ class ClientInstance:
             ]
         for addr in sorted(set(targets)):
             try:
-                check(self.remoting.invoke(addr, RequestCode.HEART_BEAT, {}, body, 3000), addr)
+                check(self.remoting.invoke(addr, RequestCode.HEART_BEAT, None, body, 3000), addr)
             except Exception as e:
                 log.warning("heartbeat to %s failed: %s", addr, e)
 
-    def _on_server_request(self, code: int, fields: dict[str, str], body: bytes) -> None:
+    def _on_server_request(self, code: int, header: Header, body: bytes) -> None:
         if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
-            log.info("group %s changed; rebalancing now", fields.get("consumerGroup"))
+            log.info("group %s changed; rebalancing now", header.consumer_group)
             self.rebalance_now()
         else:
             log.debug("ignoring server request code %s", code)

@@ -298,7 +298,7 @@ class ConsumerBase(abc.ABC):
                 resp = inst.remoting.invoke(
                     addr,
                     RequestCode.GET_CONSUMER_LIST_BY_GROUP,
-                    {"consumerGroup": self.group},
+                    dict(consumer_group=self.group),
                     None,
                     3000,
                 )
@@ -386,7 +386,7 @@ class ConsumerBase(abc.ABC):
     # -- queue queries -------------------------------------------------------------------------
 
     def _queue_request(
-        self, mq: MessageQueue, code: int, extra: dict[str, str] | None = None
+        self, mq: MessageQueue, code: int, extra: dict[str, int] | None = None
     ) -> RemotingResponse:
         inst = self._instance
         if inst is None:
@@ -397,23 +397,28 @@ class ConsumerBase(abc.ABC):
             addr = inst.master_addr(mq.broker_name)
         if addr is None:
             raise ClientError(f"broker {mq.broker_name} has no master address")
-        fields = {"topic": mq.topic, "queueId": str(mq.queue_id), **(extra or {})}
-        return check(inst.remoting.invoke(addr, code, fields, None, 3000), addr)
+        header: dict[str, object] = dict(topic=mq.topic, queue_id=mq.queue_id, **(extra or {}))
+        return check(inst.remoting.invoke(addr, code, header, None, 3000), addr)
+
+    def _queue_offset(
+        self, mq: MessageQueue, code: int, extra: dict[str, int] | None = None
+    ) -> int:
+        offset = self._queue_request(mq, code, extra).header.offset
+        return -1 if offset is None else int(offset)
 
     def max_offset(self, mq: MessageQueue) -> int:
         """One past the last offset of ``mq``."""
-        return int(self._queue_request(mq, RequestCode.GET_MAX_OFFSET).field("offset", "-1") or -1)
+        return self._queue_offset(mq, RequestCode.GET_MAX_OFFSET)
 
     def min_offset(self, mq: MessageQueue) -> int:
         """The first readable offset of ``mq``."""
-        return int(self._queue_request(mq, RequestCode.GET_MIN_OFFSET).field("offset", "-1") or -1)
+        return self._queue_offset(mq, RequestCode.GET_MIN_OFFSET)
 
     def search_offset(self, mq: MessageQueue, timestamp: dt.datetime | int) -> int:
         """The first offset of ``mq`` stored at or after ``timestamp`` (ms or datetime)."""
-        resp = self._queue_request(
-            mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"timestamp": str(_millis(timestamp))}
+        return self._queue_offset(
+            mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, dict(timestamp=_millis(timestamp))
         )
-        return int(resp.field("offset", "-1") or -1)
 
     # -- pulling --------------------------------------------------------------------------------
 
@@ -453,19 +458,19 @@ class ConsumerBase(abc.ABC):
         sys_flag = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION
         if commit_offset > 0:
             sys_flag |= PullSysFlag.COMMIT_OFFSET
-        fields = {
-            "consumerGroup": self.group,
-            "topic": pr.mq.topic,
-            "queueId": str(pr.mq.queue_id),
-            "queueOffset": str(pr.next_offset),
-            "maxMsgNums": str(self.pull_batch_size),
-            "sysFlag": str(sys_flag),
-            "commitOffset": str(max(commit_offset, 0)),
-            "suspendTimeoutMillis": "15000",
-            "subscription": sub.expression,
-            "subVersion": str(sub.version),
-            "expressionType": "TAG",
-        }
+        header = dict(
+            consumer_group=self.group,
+            topic=pr.mq.topic,
+            queue_id=pr.mq.queue_id,
+            queue_offset=pr.next_offset,
+            max_msg_nums=self.pull_batch_size,
+            sys_flag=sys_flag,
+            commit_offset=max(commit_offset, 0),
+            suspend_timeout_millis=15000,
+            subscription=sub.expression,
+            sub_version=sub.version,
+            expression_type="TAG",
+        )
 
         def done(resp: RemotingResponse | None, err: BaseException | None) -> None:
             try:
@@ -474,7 +479,7 @@ class ConsumerBase(abc.ABC):
                 log.exception("handling a pull of %s failed", pr.mq)
                 self._pull_later(pr, 3.0)
 
-        inst.remoting.invoke_async(addr, RequestCode.PULL_MESSAGE, fields, None, 30_000, done)
+        inst.remoting.invoke_async(addr, RequestCode.PULL_MESSAGE, header, None, 30_000, done)
 
     def _on_pull(
         self,
@@ -490,7 +495,8 @@ class ConsumerBase(abc.ABC):
             self._pull_later(pr, 3.0)
             return
         code = resp.code
-        next_offset = int(resp.field("nextBeginOffset", str(pr.next_offset)) or pr.next_offset)
+        next_begin = resp.header.next_begin_offset
+        next_offset = pr.next_offset if next_begin is None else int(next_begin)
         if code == ResponseCode.SUCCESS:
             msgs = resp.decode_messages(pr.mq.broker_name)
             if sub.tags:  # per-message work only when there is something to do

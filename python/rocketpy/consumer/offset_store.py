@@ -84,10 +84,10 @@ class RemoteOffsetStore(OffsetStore):
         addr = self._addr(mq)
         if addr is None:
             return UNKNOWN
-        fields = {"consumerGroup": self._group, "topic": mq.topic, "queueId": str(mq.queue_id)}
+        header = dict(consumer_group=self._group, topic=mq.topic, queue_id=mq.queue_id)
         try:
             resp = self._instance.remoting.invoke(
-                addr, RequestCode.QUERY_CONSUMER_OFFSET, fields, None, 5000
+                addr, RequestCode.QUERY_CONSUMER_OFFSET, header, None, 5000
             )
         except Exception as e:
             log.warning("QUERY_CONSUMER_OFFSET of %s failed: %s", mq, e)
@@ -97,7 +97,8 @@ class RemoteOffsetStore(OffsetStore):
         if resp.code != ResponseCode.SUCCESS:
             log.warning("QUERY_CONSUMER_OFFSET of %s: code %s %s", mq, resp.code, resp.remark)
             return UNKNOWN
-        offset = int(resp.field("offset", "-1") or -1)
+        answered = resp.header.offset
+        offset = -1 if answered is None else int(answered)
         self.update(mq, offset, increase_only=False)
         return offset
 
@@ -107,21 +108,18 @@ class RemoteOffsetStore(OffsetStore):
         addr = self._addr(mq) if offset >= 0 else None
         if addr is None:
             return
-        fields = {
-            "consumerGroup": self._group,
-            "topic": mq.topic,
-            "queueId": str(mq.queue_id),
-            "commitOffset": str(offset),
-        }
+        header = dict(
+            consumer_group=self._group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset
+        )
         try:
             if oneway:
                 self._instance.remoting.invoke_oneway(
-                    addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields
+                    addr, RequestCode.UPDATE_CONSUMER_OFFSET, header
                 )
             else:
                 check(
                     self._instance.remoting.invoke(
-                        addr, RequestCode.UPDATE_CONSUMER_OFFSET, fields, None, 5000
+                        addr, RequestCode.UPDATE_CONSUMER_OFFSET, header, None, 5000
                     ),
                     addr,
                 )

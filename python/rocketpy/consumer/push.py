@@ -244,18 +244,18 @@ class PushConsumer(ConsumerBase):
         addr = inst.master_addr(mq.broker_name) if inst is not None else None
         if inst is None or addr is None:
             return False
-        fields = {
-            "offset": str(msg.commit_log_offset),
-            "group": self.group,
-            "delayLevel": str(delay_level),
-            "originMsgId": msg.msg_id,
-            "originTopic": msg.topic,
-            "unitMode": "false",
-            "maxReconsumeTimes": str(self._max_reconsume()),
-        }
+        header = dict(
+            offset=msg.commit_log_offset,
+            group=self.group,
+            delay_level=delay_level,
+            origin_msg_id=msg.msg_id,
+            origin_topic=msg.topic,
+            unit_mode=False,
+            max_reconsume_times=self._max_reconsume(),
+        )
         try:
             resp = inst.remoting.invoke(
-                addr, RequestCode.CONSUMER_SEND_MSG_BACK, fields, None, 5000
+                addr, RequestCode.CONSUMER_SEND_MSG_BACK, header, None, 5000
             )
         except Exception as e:
             log.warning("sending %s back failed: %s", msg.msg_id, e)
@@ -361,7 +361,7 @@ class PushConsumer(ConsumerBase):
                 }
             ).encode()
             try:
-                resp = inst.remoting.invoke(addr, code, {}, body, 3000)
+                resp = inst.remoting.invoke(addr, code, None, body, 3000)
             except Exception as e:
                 log.warning("queue lock request to %s failed: %s", addr, e)
                 continue

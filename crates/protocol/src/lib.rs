@@ -21,6 +21,7 @@ pub mod header;
 pub mod header_binary;
 pub mod header_json;
 pub mod message;
+pub mod subscription;
 pub mod topic;
 
 pub use command::{ExtFields, RemotingCommand, SerializeType};

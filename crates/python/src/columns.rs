@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
+use crate::columnar::{ColumnBatch, TagFilter, VarColumn};
 use crate::pull_range::{pull_range, PullSpec, Window};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use rocketpy_remoting::RemotingClient as NativeClient;
-use rocketpy_store::columnar::{ColumnBatch, TagFilter, VarColumn};
 use rocketpy_store::reader::StoreReader as NativeReader;
 
 use crate::buffer::BytesView;
@@ -139,14 +139,10 @@ impl StoreReader {
         let (batch, next) = py
             .detach(|| {
                 let mut batch = ColumnBatch::new();
-                let next = self.inner.read_into(
-                    topic,
-                    queue_id,
-                    start..end,
-                    broker_name,
-                    &filter,
-                    &mut batch,
-                )?;
+                let next = self.inner.read(topic, queue_id, start..end, |v| {
+                    batch.push(v, broker_name, &filter)?;
+                    Ok(!batch.is_full())
+                })?;
                 Ok((batch, next))
             })
             .map_err(errors::store)?;

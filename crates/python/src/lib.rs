@@ -4,6 +4,7 @@
 mod buffer;
 mod callbacks;
 mod client;
+mod columnar;
 mod columns;
 mod errors;
 mod header;

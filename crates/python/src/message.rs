@@ -61,7 +61,8 @@ impl MessageExt {
     ) -> PyResult<Self> {
         let body = if v.sys_flag & sys_flag::COMPRESSED != 0 {
             Bytes::from(
-                rocketpy_store::columnar::inflate(v.body).map_err(CorruptDataError::new_err)?,
+                rocketpy_protocol::message::compression::inflate(v.body)
+                    .map_err(CorruptDataError::new_err)?,
             )
         } else {
             record.slice_ref(v.body)

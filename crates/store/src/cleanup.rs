@@ -6,11 +6,19 @@
 //! answered "offset too small" (PULL_OFFSET_MOVED), never with missing data.
 //! Above `diskSpaceWarningLevelRatio` the store refuses puts until space is freed.
 
-use std::sync::atomic::Ordering;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::error::{Result, StoreError};
-use crate::message_store::MessageStore;
 use rocketpy_protocol::message::record::{self, Decoded};
+
+use crate::commit_log::CommitLog;
+use crate::config::StoreConfig;
+use crate::error::{Result, StoreError};
+use crate::index_service::IndexService;
+use crate::io::Storage;
+use crate::queue_table::ConsumeQueueTable;
 
 /// Most CommitLog files deleted per round (RocketMQ's `DELETE_FILES_BATCH_MAX`).
 pub const DELETE_FILES_BATCH_MAX: usize = 10;
@@ -34,13 +42,74 @@ fn local_hour(millis: i64) -> u32 {
     tm.tm_hour as u32
 }
 
-impl MessageStore {
+/// Retention: the clean-up rounds and the disk-full state they keep.
+pub(crate) struct CleanService {
+    config: StoreConfig,
+    storage: Arc<dyn Storage>,
+    root: PathBuf,
+    commit_log: Arc<CommitLog>,
+    queues: Arc<ConsumeQueueTable>,
+    index: Arc<IndexService>,
+    /// Set while the disk is fuller than `diskSpaceWarningLevelRatio`: puts are refused.
+    disk_full: AtomicBool,
+}
+
+impl CleanService {
+    pub(crate) fn new(
+        config: StoreConfig,
+        storage: Arc<dyn Storage>,
+        commit_log: Arc<CommitLog>,
+        queues: Arc<ConsumeQueueTable>,
+        index: Arc<IndexService>,
+    ) -> Self {
+        CleanService {
+            root: config.store_path_root_dir.clone(),
+            config,
+            storage,
+            commit_log,
+            queues,
+            index,
+            disk_full: AtomicBool::new(false),
+        }
+    }
+
+    /// The refusal of a put while the disk is full, if it is.
+    pub(crate) fn check_space(&self) -> Result<()> {
+        if !self.disk_full.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let (total, avail) = self.storage.disk_space(&self.root).unwrap_or((1, 1));
+        Err(StoreError::DiskFull {
+            used_percent: (total.saturating_sub(avail) * 100)
+                .checked_div(total)
+                .unwrap_or(100),
+            limit_percent: self.config.disk_space_warning_level_ratio,
+        })
+    }
+
+    /// One round of the clean thread every `cleanResourceInterval`; returns how long to sleep.
+    pub(crate) fn step(&self, next_clean: &mut Instant) -> Duration {
+        if Instant::now() >= *next_clean {
+            *next_clean = Instant::now()
+                + Duration::from_millis(self.config.clean_resource_interval.max(100));
+            match self.disk_used_ratio() {
+                Ok(ratio) => {
+                    if let Err(e) = self.clean_files(crate::now_millis(), ratio, false) {
+                        tracing::error!(error = %e, "retention clean-up failed");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read disk usage"),
+            }
+        }
+        Duration::from_millis(100)
+    }
+
     /// Fraction of the disk holding the store that is in use.
-    pub fn disk_used_ratio(&self) -> Result<f64> {
+    pub(crate) fn disk_used_ratio(&self) -> Result<f64> {
         let (total, avail) = self
             .storage
-            .disk_space(self.root())
-            .map_err(|e| StoreError::io(self.root(), e))?;
+            .disk_space(&self.root)
+            .map_err(|e| StoreError::io(&self.root, e))?;
         if total == 0 {
             return Ok(0.0);
         }
@@ -49,7 +118,12 @@ impl MessageStore {
 
     /// One retention round at wall-clock time `now` (ms) with the disk `disk_used_ratio` full.
     /// `manual` deletes expired files whatever the hour.
-    pub fn clean_files(&self, now: i64, disk_used_ratio: f64, manual: bool) -> Result<CleanReport> {
+    pub(crate) fn clean_files(
+        &self,
+        now: i64,
+        disk_used_ratio: f64,
+        manual: bool,
+    ) -> Result<CleanReport> {
         let c = &self.config;
         let percent = disk_used_ratio * 100.0;
         let full = percent > c.disk_space_warning_level_ratio as f64;
@@ -74,7 +148,7 @@ impl MessageStore {
         }
         if report.commit_log_files > 0 || manual {
             let min = self.commit_log.min_offset();
-            for cq in self.all_queues() {
+            for cq in self.queues.all() {
                 report.consume_queue_files += cq.delete_expired(min)?;
             }
             report.index_files = self.index.delete_files_before(min)?;

@@ -4,11 +4,15 @@
 //! time (store time + level delay) as tags code, so the schedule service can tell from the
 //! consume queue alone when it is due.
 
-use crate::error::{Result, StoreError};
+use std::borrow::Cow;
+
+use rocketpy_protocol::flag::message as sys_flag;
 use rocketpy_protocol::message::java_hash;
 use rocketpy_protocol::message::properties::{self, keys};
-
+use rocketpy_protocol::message::record::MessageToStore;
 use rocketpy_protocol::topic::SCHEDULE_TOPIC;
+
+use crate::error::{Result, StoreError};
 
 /// Parses `"1s 5s 10s 30s 1m ... 2h"` into milliseconds per level (level 1 first).
 pub fn parse_delay_levels(spec: &str) -> Result<Vec<i64>> {
@@ -30,6 +34,42 @@ pub fn parse_delay_levels(spec: &str) -> Result<Vec<i64>> {
             }
         })
         .collect()
+}
+
+/// A message with `DELAY=n` goes to the schedule topic (queue `n - 1`), its real topic and
+/// queue kept in properties; the schedule service delivers it when due. Levels above the last
+/// (`levels`) mean the last; transaction halves and rollbacks are never delayed.
+pub fn to_schedule_topic(msg: &MessageToStore, levels: usize) -> Cow<'_, MessageToStore> {
+    let tx = sys_flag::transaction_type(msg.sys_flag);
+    if msg.topic == SCHEDULE_TOPIC
+        || !matches!(
+            tx,
+            sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
+        )
+    {
+        return Cow::Borrowed(msg);
+    }
+    let level = match properties::find(&msg.properties, keys::DELAY_TIME_LEVEL)
+        .map(|l| l.trim().parse::<i64>())
+    {
+        Some(Ok(l)) if l > 0 => l.min(levels as i64) as i32,
+        _ => return Cow::Borrowed(msg),
+    };
+    let mut props: Vec<(&str, &str)> = properties::pairs(&msg.properties)
+        .filter(|(k, _)| {
+            *k != keys::REAL_TOPIC && *k != keys::REAL_QUEUE_ID && *k != keys::DELAY_TIME_LEVEL
+        })
+        .collect();
+    let level_text = level.to_string();
+    let qid = msg.queue_id.to_string();
+    props.push((keys::DELAY_TIME_LEVEL, &level_text));
+    props.push((keys::REAL_TOPIC, &msg.topic));
+    props.push((keys::REAL_QUEUE_ID, &qid));
+    let mut scheduled = msg.clone();
+    scheduled.properties = properties::encode(props);
+    scheduled.topic = SCHEDULE_TOPIC.to_owned();
+    scheduled.queue_id = level - 1;
+    Cow::Owned(scheduled)
 }
 
 /// The consume-queue tags code of a record: delivery time for scheduled messages, otherwise

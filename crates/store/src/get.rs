@@ -1,6 +1,13 @@
-//! The read path result (`GetMessageResult`) and its statuses.
+//! The read path: reading a queue's messages from an offset (RocketMQ's `getMessage`), its
+//! result (`GetMessageResult`) and statuses.
+
+use std::sync::Arc;
 
 use bytes::Bytes;
+
+use crate::commit_log::CommitLog;
+use crate::config::StoreConfig;
+use crate::consume_queue::ConsumeQueue;
 
 /// Outcome of a read from a consume queue (RocketMQ's `GetMessageStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,5 +85,140 @@ impl GetMessageResult {
                 out.into()
             }
         }
+    }
+}
+
+/// Reads messages of consume queues out of the CommitLog.
+pub(crate) struct QueueReader<'a> {
+    pub commit_log: &'a CommitLog,
+    pub config: &'a StoreConfig,
+    /// Bytes behind the CommitLog's end beyond which a record is likely out of the page cache
+    /// (`accessMessageInMemoryMaxRatio` of RAM): such reads transfer less per pull.
+    pub memory_for_cache: i64,
+}
+
+impl QueueReader<'_> {
+    /// Reads up to `max_msg_nums` messages of a queue from `offset`, keeping those whose tags
+    /// code passes `filter` (RocketMQ's `getMessage`).
+    pub(crate) fn get(
+        &self,
+        cq: Option<Arc<ConsumeQueue>>,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+        filter: Option<&dyn Fn(i64) -> bool>,
+    ) -> GetMessageResult {
+        let max_offset_py = self.commit_log.max_offset();
+        let Some(cq) = cq else {
+            return GetMessageResult::empty(GetMessageStatus::NoMatchedLogicQueue, 0, 0, 0);
+        };
+        let min = cq.min_offset();
+        let max = cq.max_offset();
+        let empty = |status, next| GetMessageResult::empty(status, next, min, max);
+        if max == 0 {
+            return empty(GetMessageStatus::NoMessageInQueue, 0);
+        }
+        if offset < min {
+            return empty(GetMessageStatus::OffsetTooSmall, min);
+        }
+        if offset == max {
+            return empty(GetMessageStatus::OffsetOverflowOne, offset);
+        }
+        if offset > max {
+            let next = if min == 0 { min } else { max };
+            return empty(GetMessageStatus::OffsetOverflowBadly, next);
+        }
+        let Some(units) = cq.units_from(offset) else {
+            return empty(GetMessageStatus::OffsetFoundNull, cq.roll_next_file(offset));
+        };
+        let mut result = empty(GetMessageStatus::NoMatchedMessage, offset);
+        let max_msg_nums = max_msg_nums.max(1) as usize;
+        // RocketMQ bounds the scan in bytes of consume queue: max(16000, maxMsgNums * 20).
+        let max_scan = (16_000usize).max(max_msg_nums * 20) / 20;
+        let mut next_file_start: Option<i64> = None;
+        let mut max_py_pulling = 0i64;
+        let mut scanned = 0usize;
+        while scanned < units.len() && scanned < max_scan {
+            let unit = units.get(scanned);
+            let index = units.start_offset + scanned as i64;
+            if unit.is_blank() {
+                scanned += 1;
+                continue;
+            }
+            max_py_pulling = unit.commit_log_offset;
+            if let Some(start) = next_file_start {
+                if unit.commit_log_offset < start {
+                    scanned += 1;
+                    continue;
+                }
+            }
+            let in_disk = max_offset_py - unit.commit_log_offset > self.memory_for_cache;
+            if self.batch_full(unit.size as usize, max_msg_nums, &result, in_disk) {
+                break;
+            }
+            scanned += 1;
+            if let Some(filter) = filter {
+                if !filter(unit.tags_code) {
+                    continue;
+                }
+            }
+            match self.commit_log.read(unit.commit_log_offset, unit.size) {
+                Some(bytes) => {
+                    result.total_bytes += bytes.len();
+                    result.messages.push(bytes);
+                    result.queue_offsets.push(index);
+                    result.status = GetMessageStatus::Found;
+                    next_file_start = None;
+                }
+                None if self.commit_log.is_bad(unit.commit_log_offset) => {
+                    tracing::warn!(
+                        topic,
+                        queue_id,
+                        index,
+                        "message in a damaged CommitLog span skipped"
+                    );
+                }
+                None => {
+                    if result.messages.is_empty() {
+                        result.status = GetMessageStatus::MessageWasRemoving;
+                    }
+                    let fs = self.config.mapped_file_size_commit_log as i64;
+                    next_file_start =
+                        Some(unit.commit_log_offset + fs - unit.commit_log_offset % fs);
+                }
+            }
+        }
+        result.next_begin_offset = offset + scanned as i64;
+        result.suggest_pulling_from_slave = max_offset_py - max_py_pulling > self.memory_for_cache;
+        result
+    }
+
+    fn batch_full(
+        &self,
+        size: usize,
+        max_msg_nums: usize,
+        r: &GetMessageResult,
+        in_disk: bool,
+    ) -> bool {
+        let count = r.messages.len();
+        if count == 0 || r.total_bytes == 0 {
+            return false;
+        }
+        if count >= max_msg_nums {
+            return true;
+        }
+        let (bytes, n) = if in_disk {
+            (
+                self.config.max_transfer_bytes_on_message_in_disk,
+                self.config.max_transfer_count_on_message_in_disk,
+            )
+        } else {
+            (
+                self.config.max_transfer_bytes_on_message_in_memory,
+                self.config.max_transfer_count_on_message_in_memory,
+            )
+        };
+        r.total_bytes + size > bytes || count >= n
     }
 }

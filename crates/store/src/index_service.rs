@@ -9,11 +9,13 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
 
 use crate::commit_log::CommitLog;
 use crate::error::{Result, StoreError};
+use crate::flush::FlushService;
 use crate::index_file::{index_file_name, IndexFile};
 use crate::io::Storage;
 use rocketpy_protocol::flag::message as sys_flag;
@@ -272,6 +274,36 @@ impl IndexService {
         }
         self.progress.store(progress, Ordering::Release);
         Ok(progress != start)
+    }
+
+    /// One round of the index thread: indexes what is new, and every second flushes the
+    /// index and reports how far it is on disk (for the checkpoint); returns how long to sleep.
+    pub(crate) fn step(
+        &self,
+        commit_log: &CommitLog,
+        flush: &FlushService,
+        next_flush: &mut Instant,
+    ) -> Duration {
+        let busy = match self.index_pending(commit_log) {
+            Ok(progress) => progress,
+            Err(e) => {
+                tracing::error!(error = %e, "indexing failed; retrying");
+                false
+            }
+        };
+        if Instant::now() >= *next_flush {
+            *next_flush = Instant::now() + Duration::from_secs(1);
+            let ts = self.last_timestamp();
+            match self.flush() {
+                Ok(()) => flush.index_flushed(ts),
+                Err(e) => tracing::error!(error = %e, "index flush failed"),
+            }
+        }
+        if busy {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(10)
+        }
     }
 
     /// CommitLog offsets for `topic#key` stored in `[begin, end]`, newest first, at most

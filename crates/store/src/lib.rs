@@ -4,9 +4,9 @@
 //!
 //! Layout of every file: DESIGN.md "Store files"; each module repeats its own format.
 
+mod background;
 pub mod checkpoint;
 pub mod cleanup;
-pub mod columnar;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
@@ -17,13 +17,17 @@ pub mod get;
 pub mod index_file;
 pub mod index_service;
 pub mod io;
+mod lookup;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message_store;
 mod padded;
 mod prefault;
+pub mod queue_table;
 pub mod reader;
+mod recovery;
 pub mod schedule;
+#[cfg(any(test, feature = "sim"))]
 pub mod sim;
 
 pub use cleanup::CleanReport;
@@ -40,5 +44,12 @@ pub use message_store::{
 
 /// Wall-clock milliseconds as the store reads them (for callers that pass `now` explicitly).
 pub fn message_store_now() -> i64 {
-    message_store::now_millis()
+    now_millis()
+}
+
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

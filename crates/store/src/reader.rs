@@ -11,10 +11,9 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use crate::columnar::{ColumnBatch, TagFilter};
 use crate::consume_queue::{CqUnit, CQ_UNIT_SIZE};
 use crate::error::{Result, StoreError};
-use rocketpy_protocol::message::record::{self, Decoded};
+use rocketpy_protocol::message::record::{self, Decoded, RecordView};
 
 struct Mapped {
     start: u64,
@@ -244,31 +243,30 @@ impl StoreReader {
         }
     }
 
-    /// Appends the messages of `offsets` that `filter` keeps to `batch`, stopping
-    /// early when the batch is full; returns the next offset to read.
-    pub fn read_into(
+    /// Hands the message at each offset of `offsets` to `visit`, in order, until `visit`
+    /// answers `false`; returns the next offset to read.
+    pub fn read(
         &self,
         topic: &str,
         queue_id: i32,
         offsets: std::ops::Range<i64>,
-        broker_name: &str,
-        filter: &TagFilter,
-        batch: &mut ColumnBatch,
+        mut visit: impl FnMut(&RecordView<'_>) -> Result<bool>,
     ) -> Result<i64> {
         let q = self.queue(topic, queue_id)?;
         let mut index = offsets.start;
-        while index < offsets.end && !batch.is_full() {
+        while index < offsets.end {
             let unit = q.unit(index).ok_or_else(|| missing_unit(index))?;
             let raw = self
                 .record_at(&unit)
                 .ok_or_else(|| missing_record(index, &unit))?;
-            match record::decode(raw, false)? {
-                Decoded::Message(v) if v.topic == topic && v.queue_offset == index => {
-                    batch.push(&v, broker_name, filter)?;
-                }
+            let more = match record::decode(raw, false)? {
+                Decoded::Message(v) if v.topic == topic && v.queue_offset == index => visit(&v)?,
                 _ => return Err(missing_record(index, &unit)),
-            }
+            };
             index += 1;
+            if !more {
+                break;
+            }
         }
         Ok(index)
     }

@@ -15,7 +15,9 @@ use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use rocketpy_store::GetMessageStatus;
 
 use super::ok;
-use crate::subscription::{build_subscription, TagFilter};
+use rocketpy_protocol::subscription::build_subscription;
+
+use crate::subscription::TagFilter;
 use crate::BrokerInner;
 
 enum Outcome {

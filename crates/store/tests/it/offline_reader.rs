@@ -3,18 +3,27 @@
 
 use std::io::{Seek, SeekFrom, Write};
 
-use rocketpy_store::columnar::{ColumnBatch, TagFilter};
+use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_store::reader::StoreReader;
+use rocketpy_store::Result;
 
 use crate::common::{message, open};
 
-fn bodies(b: &ColumnBatch) -> Vec<Vec<u8>> {
-    (0..b.rows())
-        .map(|i| {
-            let o = &b.body.offsets;
-            b.body.data[o[i] as usize..o[i + 1] as usize].to_vec()
-        })
-        .collect()
+/// (queue offset, body, tags) of every message of `T:0` in `range`, and the next offset.
+type Read = (Vec<(i64, Vec<u8>, String)>, i64);
+
+fn read(reader: &StoreReader, range: std::ops::Range<i64>) -> Result<Read> {
+    let mut out = Vec::new();
+    let next = reader.read("T", 0, range, |v| {
+        let tags = properties::find(v.properties, keys::TAGS).unwrap_or_default();
+        out.push((v.queue_offset, v.body.to_vec(), tags.to_owned()));
+        Ok(true)
+    })?;
+    Ok((out, next))
+}
+
+fn bodies(read: &Read) -> Vec<Vec<u8>> {
+    read.0.iter().map(|(_, b, _)| b.clone()).collect()
 }
 
 #[test]
@@ -38,20 +47,25 @@ fn reads_what_the_store_wrote_and_survives_damage() {
     assert_eq!(reader.queue_ids("T").unwrap(), vec![0]);
     assert_eq!(reader.offsets("T", 0).unwrap(), (0, 1500));
 
-    let mut all = ColumnBatch::new();
-    let next = reader
-        .read_into("T", 0, 0..1500, "b", &TagFilter::default(), &mut all)
-        .unwrap();
-    assert_eq!(next, 1500);
+    let all = read(&reader, 0..1500).unwrap();
+    assert_eq!(all.1, 1500);
     let want: Vec<Vec<u8>> = expected.iter().map(|(b, _)| b.clone()).collect();
     assert_eq!(bodies(&all), want);
-    assert_eq!(all.queue_offset, (0..1500).collect::<Vec<i64>>());
+    let offsets: Vec<i64> = all.0.iter().map(|(o, _, _)| *o).collect();
+    assert_eq!(offsets, (0..1500).collect::<Vec<i64>>());
+    let tags: Vec<&str> = all.0.iter().map(|(_, _, t)| t.as_str()).collect();
+    let want_tags: Vec<&str> = expected.iter().map(|(_, t)| *t).collect();
+    assert_eq!(tags, want_tags);
 
-    let mut only_a = ColumnBatch::new();
-    reader
-        .read_into("T", 0, 0..1500, "b", &TagFilter::parse("A"), &mut only_a)
+    // The visitor stops the read: the next offset follows the last message visited.
+    let mut seen = 0;
+    let next = reader
+        .read("T", 0, 0..1500, |_| {
+            seen += 1;
+            Ok(seen < 10)
+        })
         .unwrap();
-    assert_eq!(only_a.rows(), 500);
+    assert_eq!((seen, next), (10, 10));
 
     // Retention: the oldest CommitLog file goes; the first readable offset moves up.
     let mut files: Vec<_> = std::fs::read_dir(dir.path().join("commitlog"))
@@ -63,21 +77,9 @@ fn reads_what_the_store_wrote_and_survives_damage() {
     let reader = StoreReader::open(dir.path()).unwrap();
     let (min, max) = reader.offsets("T", 0).unwrap();
     assert!(min > 0 && max == 1500, "{min}..{max}");
-    let mut from_min = ColumnBatch::new();
-    reader
-        .read_into("T", 0, min..max, "b", &TagFilter::default(), &mut from_min)
-        .unwrap();
+    let from_min = read(&reader, min..max).unwrap();
     assert_eq!(bodies(&from_min), want[min as usize..].to_vec());
-    let err = reader
-        .read_into(
-            "T",
-            0,
-            0..10,
-            "b",
-            &TagFilter::default(),
-            &mut ColumnBatch::new(),
-        )
-        .unwrap_err();
+    let err = read(&reader, 0..10).unwrap_err();
     assert!(err.to_string().contains("offset 0"), "{err}");
 
     // A unit pointing at garbage: an error naming the offset.
@@ -100,16 +102,7 @@ fn reads_what_the_store_wrote_and_survives_damage() {
         .parse::<i64>()
         .unwrap()
         / 20;
-    let err = reader
-        .read_into(
-            "T",
-            0,
-            first_of_last..first_of_last + 1,
-            "b",
-            &TagFilter::default(),
-            &mut ColumnBatch::new(),
-        )
-        .unwrap_err();
+    let err = read(&reader, first_of_last..first_of_last + 1).unwrap_err();
     assert!(
         err.to_string().contains(&format!("offset {first_of_last}")),
         "{err}"

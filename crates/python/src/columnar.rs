@@ -9,33 +9,16 @@
 //! overflow.
 
 use std::collections::HashSet;
-use std::io::Read;
 
-use crate::error::{Result, StoreError};
 use rocketpy_protocol::flag::message as sys_flag;
+use rocketpy_protocol::message::compression::inflate;
 use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{self, RecordView};
+use rocketpy_protocol::subscription::tags_of;
+use rocketpy_store::{Result, StoreError};
 
 /// Variable-size bytes a batch holds at most before [`ColumnBatch::is_full`] says so.
 pub const MAX_BATCH_BYTES: usize = 256 * 1024 * 1024;
-
-/// Largest body a compressed message may inflate to (a zip bomb must not exhaust memory).
-pub const MAX_INFLATED: u64 = 64 * 1024 * 1024;
-
-/// Inflates a body stored with the COMPRESSED flag (zlib).
-pub fn inflate(body: &[u8]) -> std::result::Result<Vec<u8>, String> {
-    let mut out = Vec::with_capacity(body.len() * 4);
-    flate2::read::ZlibDecoder::new(body)
-        .take(MAX_INFLATED + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("compressed body does not inflate: {e}"))?;
-    if out.len() as u64 > MAX_INFLATED {
-        return Err(format!(
-            "compressed body inflates past {MAX_INFLATED} bytes"
-        ));
-    }
-    Ok(out)
-}
 
 /// A string or binary column.
 #[derive(Debug, Clone)]
@@ -90,12 +73,8 @@ impl VarColumn {
         self.len
     }
 
-    /// Whether no value was pushed.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// Nulls pushed.
+    #[cfg(test)]
     pub fn null_count(&self) -> usize {
         match &self.validity {
             None => 0,
@@ -113,18 +92,8 @@ pub struct TagFilter {
 impl TagFilter {
     /// From a subscription expression: `*` (or empty) keeps all, `A || B` keeps those tags.
     pub fn parse(expression: &str) -> TagFilter {
-        let e = expression.trim();
-        if e.is_empty() || e == "*" {
-            return TagFilter { tags: None };
-        }
         TagFilter {
-            tags: Some(
-                e.split("||")
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-            ),
+            tags: tags_of(expression).map(|t| t.into_iter().map(str::to_owned).collect()),
         }
     }
 

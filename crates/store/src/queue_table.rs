@@ -1,0 +1,204 @@
+//! `ConsumeQueueTable`: every consume queue of the store, by topic and queue id, and the
+//! dispatch of CommitLog records into them.
+//!
+//! Queues are only ever added (never removed or replaced), which is what lets the put path keep
+//! its own copy of the table: `dispatch` runs under the CommitLog's put lock, so that copy's
+//! mutex is never contended, and appends stay off the shared RwLock whose reader count every
+//! lookup on every core writes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use rocketpy_protocol::topic::{validate_topic, SCHEDULE_TOPIC};
+use rustc_hash::FxHashMap;
+
+use crate::commit_log::DispatchRequest;
+use crate::consume_queue::{ConsumeQueue, CqUnit};
+use crate::delay;
+use crate::error::{Result, StoreError};
+use crate::io::Storage;
+use crate::padded::Padded;
+
+type Table = FxHashMap<String, FxHashMap<i32, Arc<ConsumeQueue>>>;
+
+/// The consume queues under `consumequeue/`.
+pub struct ConsumeQueueTable {
+    storage: Arc<dyn Storage>,
+    dir: PathBuf,
+    file_size: usize,
+    delay_levels: Vec<i64>,
+    queues: Padded<RwLock<Table>>,
+    /// The put path's own copy of `queues` (see the module documentation).
+    put_queues: Padded<Mutex<Table>>,
+}
+
+impl std::fmt::Debug for ConsumeQueueTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumeQueueTable")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+impl ConsumeQueueTable {
+    /// An empty table of queues under `dir` with files of `file_size` bytes; `delay_levels`
+    /// give the delivery times of the schedule topic's units.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        dir: PathBuf,
+        file_size: usize,
+        delay_levels: Vec<i64>,
+    ) -> Self {
+        ConsumeQueueTable {
+            storage,
+            dir,
+            file_size,
+            delay_levels,
+            queues: Padded(RwLock::new(FxHashMap::default())),
+            put_queues: Padded(Mutex::new(FxHashMap::default())),
+        }
+    }
+
+    /// The directory holding the queues.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Maps the queue files found on disk. Directories whose name is not a valid topic (or
+    /// queue id) are ignored: a topic name becomes a path, and nothing else may.
+    pub fn load(&self) -> Result<()> {
+        let dir = &self.dir;
+        let topics = self.storage.list(dir).map_err(|e| StoreError::io(dir, e))?;
+        let mut table = self.queues.write();
+        for name in topics {
+            if validate_topic(&name).is_err() {
+                tracing::warn!(dir = %dir.join(&name).display(), "ignoring consume queue directory with an invalid topic name");
+                continue;
+            }
+            let topic_dir = dir.join(&name);
+            for q in self
+                .storage
+                .list(&topic_dir)
+                .map_err(|e| StoreError::io(&topic_dir, e))?
+            {
+                let Ok(queue_id) = q.parse::<i32>() else {
+                    continue;
+                };
+                if queue_id < 0 || !self.storage.is_dir(&topic_dir.join(&q)) {
+                    continue;
+                }
+                let cq = self.new_queue(&name, queue_id);
+                cq.load()?;
+                table
+                    .entry(name.clone())
+                    .or_default()
+                    .insert(queue_id, Arc::new(cq));
+            }
+        }
+        Ok(())
+    }
+
+    fn new_queue(&self, topic: &str, queue_id: i32) -> ConsumeQueue {
+        ConsumeQueue::new(
+            self.storage.clone(),
+            &self.dir,
+            topic,
+            queue_id,
+            self.file_size,
+        )
+    }
+
+    /// Every queue.
+    pub fn all(&self) -> Vec<Arc<ConsumeQueue>> {
+        self.queues
+            .read()
+            .values()
+            .flat_map(|q| q.values().cloned())
+            .collect()
+    }
+
+    /// The queue of `(topic, queue_id)`, if it exists.
+    pub fn find(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.queues
+            .read()
+            .get(topic)
+            .and_then(|q| q.get(&queue_id))
+            .cloned()
+    }
+
+    fn find_or_create(&self, topic: &str, queue_id: i32) -> Arc<ConsumeQueue> {
+        if let Some(cq) = self.find(topic, queue_id) {
+            return cq;
+        }
+        self.queues
+            .write()
+            .entry(topic.to_owned())
+            .or_default()
+            .entry(queue_id)
+            .or_insert_with(|| Arc::new(self.new_queue(topic, queue_id)))
+            .clone()
+    }
+
+    /// Every (topic, queue id), sorted.
+    pub fn topic_queues(&self) -> Vec<(String, i32)> {
+        let mut out: Vec<_> = self
+            .queues
+            .read()
+            .iter()
+            .flat_map(|(t, q)| q.keys().map(move |id| (t.clone(), *id)))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Flushes every queue; the first error is returned after all were tried.
+    pub fn flush(&self) -> Result<()> {
+        let mut first = None;
+        for cq in self.all() {
+            if let Err(e) = cq.flush() {
+                tracing::error!(error = %e, "consume queue flush failed");
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Adds the unit of a stored record to its queue (creating the queue on its first
+    /// record). Records that are not consumable (transaction halves, rollbacks) are skipped.
+    pub fn dispatch(&self, req: &DispatchRequest<'_>) -> Result<()> {
+        if !req.is_consumable() {
+            return Ok(());
+        }
+        let tags_code = if req.topic == SCHEDULE_TOPIC {
+            delay::compute_tags_code(
+                req.topic,
+                req.properties,
+                req.store_timestamp,
+                &self.delay_levels,
+            )
+        } else {
+            req.tags_code
+        };
+        let mut cache = self.put_queues.lock();
+        let cached = cache
+            .get(req.topic)
+            .is_some_and(|q| q.contains_key(&req.queue_id));
+        if !cached {
+            let cq = self.find_or_create(req.topic, req.queue_id);
+            cache
+                .entry(req.topic.to_owned())
+                .or_default()
+                .insert(req.queue_id, cq);
+        }
+        let cq = &cache[req.topic][&req.queue_id];
+        cq.put(
+            req.consume_queue_offset,
+            CqUnit {
+                commit_log_offset: req.commit_log_offset,
+                size: req.msg_size,
+                tags_code,
+            },
+        )
+    }
+}

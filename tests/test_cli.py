@@ -111,3 +111,29 @@ def test_second_broker_on_same_store_is_refused(dev_server):
     )  # fmt: skip
     assert proc.returncode == 1
     assert "locked" in proc.stderr, proc.stderr
+
+
+def test_print_config_shows_the_effective_configuration(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("brokerName=broker-x\nmapedFileSizeCommitLog=65536\nflushDiskType=SYNC_FLUSH\n")
+    proc = subprocess.run(
+        [
+            *(sys.executable, "-m", "rocketpy", "broker", "-c", str(conf), "--print-config"),
+            *("--port", "10999", "--set", "messageIndexEnable=false"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = [ln for ln in proc.stdout.splitlines() if ln and not ln.startswith("#")]
+    effective = dict(ln.split("=", 1) for ln in lines)
+    assert effective["brokerName"] == "broker-x"
+    assert effective["mapedFileSizeCommitLog"] == "65536"
+    assert effective["flushDiskType"] == "SYNC_FLUSH"
+    assert effective["listenPort"] == "10999"
+    assert effective["messageIndexEnable"] == "false"
+    assert effective["brokerClusterName"] == "DefaultCluster", "defaults are printed too"
+    assert len(effective) == len(lines), "every key once"
+    assert "# Bytes per CommitLog file" in proc.stdout, "each key with what it sets"
+    assert not (tmp_path / "store").exists(), "printing opens no store"

@@ -179,6 +179,10 @@ class Broker:
     def start(
         config_text: str | None = None, overrides: Mapping[str, str] | None = None
     ) -> Broker: ...
+    @staticmethod
+    def effective_config(
+        config_text: str | None = None, overrides: Mapping[str, str] | None = None
+    ) -> list[tuple[str, str, str]]: ...
     @property
     def address(self) -> str: ...
     @property

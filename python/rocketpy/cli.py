@@ -68,6 +68,11 @@ def cmd_broker(args: argparse.Namespace) -> None:
         overrides["storePathRootDir"] = args.store_dir
     if args.host:
         overrides["bindAddress"] = args.host
+    if args.print_config:
+        # RocketMQ's `mqbroker -p`: the effective configuration, then exit.
+        for key, value, doc in Broker.effective_config(text, overrides):
+            _say(f"# {doc}\n{key}={value}")
+        return
     stop = _stop_signal()
     broker = Broker.start(text, overrides)
     _say(
@@ -117,6 +122,12 @@ def parser() -> argparse.ArgumentParser:
     br.add_argument("--port", type=int, help="listenPort (default 10911)")
     br.add_argument("--host", help="interface to bind (default all)")
     br.add_argument("--store-dir", help="storePathRootDir (default ~/store)")
+    br.add_argument(
+        "-p",
+        "--print-config",
+        action="store_true",
+        help="print the effective configuration (every key, broker.conf syntax) and exit",
+    )
     br.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"
     )

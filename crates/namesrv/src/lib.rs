@@ -12,24 +12,18 @@ use tokio::task::JoinHandle;
 
 pub use route_info::RouteInfoManager;
 
-/// Name server settings (RocketMQ's `NamesrvConfig` / `NettyServerConfig` where they exist).
-#[derive(Debug, Clone)]
-pub struct NamesrvConfig {
-    /// Address to listen on, e.g. `0.0.0.0:9876` (port 0 picks a free port).
-    pub listen_addr: String,
-    /// How often to look for silent brokers (RocketMQ: 10 s).
-    pub scan_not_active_broker_interval: Duration,
-    /// A broker silent for this long is removed (RocketMQ: 120 s).
-    pub broker_channel_expired_time: Duration,
-}
-
-impl Default for NamesrvConfig {
-    fn default() -> Self {
-        NamesrvConfig {
-            listen_addr: "0.0.0.0:9876".into(),
-            scan_not_active_broker_interval: Duration::from_secs(10),
-            broker_channel_expired_time: Duration::from_secs(120),
-        }
+rocketpy_protocol::config_struct! {
+    /// Name server settings (RocketMQ's `NamesrvConfig` / `NettyServerConfig` keys where they
+    /// exist).
+    pub struct NamesrvConfig {
+        /// Interface to bind (not a RocketMQ key: RocketMQ binds every interface).
+        bind_address: String = "0.0.0.0".into() => "bindAddress",
+        /// Port to listen on (0 picks a free one).
+        listen_port: u16 = 9876 => "listenPort",
+        /// Milliseconds between scans for silent brokers.
+        scan_not_active_broker_interval: u64 = 10_000 => "scanNotActiveBrokerInterval",
+        /// Milliseconds of silence after which a broker is removed.
+        broker_channel_expired_time: u64 = 120_000 => "brokerChannelExpiredTime",
     }
 }
 
@@ -45,18 +39,21 @@ impl NameServer {
     pub async fn start(config: NamesrvConfig) -> rocketpy_remoting::Result<NameServer> {
         let routes = Arc::new(RouteInfoManager::new());
         let server = RemotingServer::bind(
-            &config.listen_addr,
+            &format!("{}:{}", config.bind_address, config.listen_port),
             processor::processor_table(routes.clone()),
             ServerConfig::default(),
         )
         .await?;
         let scan_routes = routes.clone();
         let scanner = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(config.scan_not_active_broker_interval);
+            let mut tick = tokio::time::interval(Duration::from_millis(
+                config.scan_not_active_broker_interval.max(10),
+            ));
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
-                scan_routes.scan_not_active(config.broker_channel_expired_time);
+                scan_routes
+                    .scan_not_active(Duration::from_millis(config.broker_channel_expired_time));
             }
         });
         tracing::info!(addr = %server.local_addr(), "name server listening");

@@ -14,6 +14,7 @@
 pub mod body;
 pub mod code;
 pub mod command;
+pub mod config;
 pub mod error;
 pub mod flag;
 pub mod frame;

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use rocketpy_broker::{Broker as NativeBroker, BrokerSettings};
@@ -43,9 +42,10 @@ impl NameServer {
         broker_expiry_ms: u64,
     ) -> PyResult<Self> {
         let config = NamesrvConfig {
-            listen_addr: format!("{host}:{port}"),
-            scan_not_active_broker_interval: Duration::from_millis(scan_interval_ms.max(10)),
-            broker_channel_expired_time: Duration::from_millis(broker_expiry_ms),
+            bind_address: host.to_owned(),
+            listen_port: port,
+            scan_not_active_broker_interval: scan_interval_ms,
+            broker_channel_expired_time: broker_expiry_ms,
         };
         let server = run(py, NativeNameServer::start(config))?.map_err(errors::remoting)?;
         Ok(NameServer {
@@ -91,6 +91,24 @@ fn default_store_root() -> PathBuf {
         .join("store")
 }
 
+/// Settings from a broker.conf text and overrides (same keys; overrides win).
+fn broker_settings(
+    config_text: Option<&str>,
+    overrides: Option<HashMap<String, String>>,
+) -> PyResult<BrokerSettings> {
+    let mut settings = BrokerSettings::new(default_store_root());
+    if let Some(text) = config_text {
+        settings.apply_properties(text).map_err(errors::broker)?;
+    }
+    let mut overrides: Vec<(String, String)> = overrides.unwrap_or_default().into_iter().collect();
+    // storePathRootDir first, so storePathCommitLog given alongside it is not overridden.
+    overrides.sort_by_key(|(k, _)| k != "storePathRootDir");
+    for (k, v) in overrides {
+        settings.set(&k, &v).map_err(errors::broker)?;
+    }
+    Ok(settings)
+}
+
 #[pymethods]
 impl Broker {
     /// Starts a broker. `config_text` is a broker.conf (Java properties, RocketMQ key names);
@@ -102,23 +120,24 @@ impl Broker {
         config_text: Option<&str>,
         overrides: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let mut settings = BrokerSettings::new(default_store_root());
-        if let Some(text) = config_text {
-            settings.apply_properties(text).map_err(errors::broker)?;
-        }
-        let mut overrides: Vec<(String, String)> =
-            overrides.unwrap_or_default().into_iter().collect();
-        // storePathRootDir first, so storePathCommitLog given alongside it is not overridden.
-        overrides.sort_by_key(|(k, _)| k != "storePathRootDir");
-        for (k, v) in overrides {
-            settings.set(&k, &v).map_err(errors::broker)?;
-        }
+        let settings = broker_settings(config_text, overrides)?;
         let store_path = settings.store.store_path_root_dir.clone();
         let broker = run(py, NativeBroker::start(settings))?.map_err(errors::broker)?;
         Ok(Broker {
             inner: Arc::new(broker),
             store_path,
         })
+    }
+
+    /// The configuration a broker started with these arguments would have, every key with its
+    /// value and what it sets: `[(key, value, doc)]`, broker keys then store keys.
+    #[staticmethod]
+    #[pyo3(signature = (config_text=None, overrides=None))]
+    fn effective_config(
+        config_text: Option<&str>,
+        overrides: Option<HashMap<String, String>>,
+    ) -> PyResult<Vec<(&'static str, String, &'static str)>> {
+        Ok(broker_settings(config_text, overrides)?.entries())
     }
 
     /// `host:port` it listens on.

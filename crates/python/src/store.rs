@@ -91,7 +91,7 @@ impl EmbeddedStore {
     ) -> PyResult<Self> {
         let mut c = StoreConfig::new(path);
         for (k, v) in config.unwrap_or_default() {
-            if !c.set(&k, &v).map_err(errors::store)? {
+            if !c.set(&k, &v).map_err(|e| errors::store(e.into()))? {
                 return Err(errors::ConfigError::new_err(format!(
                     "unknown store setting {k:?}"
                 )));

@@ -1,8 +1,10 @@
 //! Store settings, under RocketMQ's `MessageStoreConfig` key names (a compatibility surface:
-//! broker.conf files written for RocketMQ work unchanged, misspellings like `maped` included).
+//! broker.conf files written for RocketMQ work unchanged, misspellings like `maped` included),
+//! declared as one table (see `rocketpy_protocol::config`).
 
 use std::path::PathBuf;
-use std::str::FromStr;
+
+use rocketpy_protocol::config::ConfigValue;
 
 use crate::error::{Result, StoreError};
 
@@ -15,81 +17,91 @@ pub enum FlushDiskType {
     SyncFlush,
 }
 
-impl FromStr for FlushDiskType {
-    type Err = StoreError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
+impl ConfigValue for FlushDiskType {
+    fn parse_value(raw: &str) -> std::result::Result<Self, String> {
+        match raw.trim() {
             "ASYNC_FLUSH" => Ok(FlushDiskType::AsyncFlush),
             "SYNC_FLUSH" => Ok(FlushDiskType::SyncFlush),
-            other => Err(StoreError::InvalidArgument(format!(
-                "flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {other:?}"
-            ))),
+            other => Err(format!("expected ASYNC_FLUSH or SYNC_FLUSH, not {other:?}")),
         }
+    }
+    fn render(&self) -> String {
+        match self {
+            FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
+            FlushDiskType::SyncFlush => "SYNC_FLUSH",
+        }
+        .to_owned()
     }
 }
 
 /// Default delay levels (`messageDelayLevel`).
 pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 
-/// Settings of a [`crate::MessageStore`].
-#[derive(Debug, Clone)]
-pub struct StoreConfig {
-    /// `storePathRootDir`.
-    pub store_path_root_dir: PathBuf,
-    /// `storePathCommitLog` (default `{root}/commitlog`).
-    pub store_path_commit_log: Option<PathBuf>,
-    /// `mapedFileSizeCommitLog`: bytes per CommitLog file (1 GiB).
-    pub mapped_file_size_commit_log: usize,
-    /// `mapedFileSizeConsumeQueue`: bytes per ConsumeQueue file (300,000 units of 20 bytes).
-    pub mapped_file_size_consume_queue: usize,
-    /// `flushDiskType`.
-    pub flush_disk_type: FlushDiskType,
-    /// `flushIntervalCommitLog` (ms).
-    pub flush_interval_commit_log: u64,
-    /// `flushCommitLogLeastPages`: flush only when this many 4 KiB pages are dirty...
-    pub flush_commit_log_least_pages: usize,
-    /// `flushCommitLogThoroughInterval` (ms): ...or when this long passed since a full flush.
-    pub flush_commit_log_thorough_interval: u64,
-    /// `flushIntervalConsumeQueue` (ms).
-    pub flush_interval_consume_queue: u64,
-    /// `syncFlushTimeout` (ms): SYNC_FLUSH puts waiting longer answer FLUSH_DISK_TIMEOUT.
-    pub sync_flush_timeout: u64,
-    /// `maxMessageSize` (bytes of body).
-    pub max_message_size: usize,
-    /// `maxTransferBytesOnMessageInMemory`.
-    pub max_transfer_bytes_on_message_in_memory: usize,
-    /// `maxTransferCountOnMessageInMemory`.
-    pub max_transfer_count_on_message_in_memory: usize,
-    /// `maxTransferBytesOnMessageInDisk`.
-    pub max_transfer_bytes_on_message_in_disk: usize,
-    /// `maxTransferCountOnMessageInDisk`.
-    pub max_transfer_count_on_message_in_disk: usize,
-    /// `accessMessageInMemoryMaxRatio` (% of RAM regarded as page cache).
-    pub access_message_in_memory_max_ratio: u64,
-    /// `messageDelayLevel`.
-    pub message_delay_level: String,
-    /// `fileReservedTime` (hours).
-    pub file_reserved_time: u64,
-    /// `deleteWhen` (hours of day, `;`-separated).
-    pub delete_when: String,
-    /// `diskMaxUsedSpaceRatio` (%): above it, expired files are deleted at once.
-    pub disk_max_used_space_ratio: u64,
-    /// `diskSpaceCleanForciblyRatio` (%): above it, files are deleted even before they expire.
-    pub disk_space_clean_forcibly_ratio: u64,
-    /// `diskSpaceWarningLevelRatio` (%): above it, puts are refused until space is freed.
-    pub disk_space_warning_level_ratio: u64,
-    /// `cleanFileForciblyEnable`.
-    pub clean_file_forcibly_enable: bool,
-    /// `cleanResourceInterval` (ms) between retention checks.
-    pub clean_resource_interval: u64,
-    /// `messageIndexEnable`.
-    pub message_index_enable: bool,
-    /// `maxHashSlotNum` of an index file.
-    pub max_hash_slot_num: usize,
-    /// `maxIndexNum`: entries of an index file.
-    pub max_index_num: usize,
-    /// `flushDelayOffsetInterval` (ms) between saves of `delayOffset.json`.
-    pub flush_delay_offset_interval: u64,
+rocketpy_protocol::config_struct! {
+    /// Settings of a [`crate::MessageStore`].
+    pub struct StoreConfig {
+        /// Root directory of the store (`{root}/commitlog`, `consumequeue`, `index`, ...).
+        store_path_root_dir: PathBuf = PathBuf::from("store") => "storePathRootDir",
+        /// CommitLog directory, when not `{root}/commitlog`.
+        store_path_commit_log: Option<PathBuf> = None => "storePathCommitLog",
+        /// Bytes per CommitLog file (1 GiB).
+        mapped_file_size_commit_log: usize = 1024 * 1024 * 1024
+            => "mapedFileSizeCommitLog" | "mappedFileSizeCommitLog",
+        /// Bytes per ConsumeQueue file (300,000 units of 20 bytes).
+        mapped_file_size_consume_queue: usize = 300_000 * 20
+            => "mapedFileSizeConsumeQueue" | "mappedFileSizeConsumeQueue",
+        /// ASYNC_FLUSH (acknowledge from the page cache) or SYNC_FLUSH (after the disk sync).
+        flush_disk_type: FlushDiskType = FlushDiskType::AsyncFlush => "flushDiskType",
+        /// ASYNC_FLUSH: milliseconds between CommitLog flush rounds.
+        flush_interval_commit_log: u64 = 500 => "flushIntervalCommitLog",
+        /// ASYNC_FLUSH: flush only when this many 4 KiB pages are dirty...
+        flush_commit_log_least_pages: usize = 4 => "flushCommitLogLeastPages",
+        /// ...or when this many milliseconds passed since a full flush.
+        flush_commit_log_thorough_interval: u64 = 10_000 => "flushCommitLogThoroughInterval",
+        /// Milliseconds between consume-queue flushes (and checkpoint writes).
+        flush_interval_consume_queue: u64 = 1000 => "flushIntervalConsumeQueue",
+        /// SYNC_FLUSH: milliseconds a put waits for the disk before FLUSH_DISK_TIMEOUT.
+        sync_flush_timeout: u64 = 5000 => "syncFlushTimeout",
+        /// Largest message body, in bytes.
+        max_message_size: usize = 4 * 1024 * 1024 => "maxMessageSize",
+        /// Most bytes one pull returns from messages in the page cache.
+        max_transfer_bytes_on_message_in_memory: usize = 256 * 1024
+            => "maxTransferBytesOnMessageInMemory",
+        /// Most messages one pull returns from the page cache.
+        max_transfer_count_on_message_in_memory: usize = 32
+            => "maxTransferCountOnMessageInMemory",
+        /// Most bytes one pull returns from messages likely on disk only.
+        max_transfer_bytes_on_message_in_disk: usize = 64 * 1024
+            => "maxTransferBytesOnMessageInDisk",
+        /// Most messages one pull returns from disk.
+        max_transfer_count_on_message_in_disk: usize = 8 => "maxTransferCountOnMessageInDisk",
+        /// Percent of RAM regarded as page cache (older messages count as on disk).
+        access_message_in_memory_max_ratio: u64 = 40 => "accessMessageInMemoryMaxRatio",
+        /// Delay levels, e.g. "1s 5s 10s 30s 1m ... 2h".
+        message_delay_level: String = DEFAULT_DELAY_LEVELS.to_owned() => "messageDelayLevel",
+        /// Hours a CommitLog file is kept after its last message.
+        file_reserved_time: u64 = 72 => "fileReservedTime",
+        /// Hours of the day when expired files are deleted, `;`-separated.
+        delete_when: String = "04".to_owned() => "deleteWhen",
+        /// Disk percent above which expired files are deleted at once.
+        disk_max_used_space_ratio: u64 = 75 => "diskMaxUsedSpaceRatio",
+        /// Disk percent above which files go even before they expire.
+        disk_space_clean_forcibly_ratio: u64 = 85 => "diskSpaceCleanForciblyRatio",
+        /// Disk percent above which puts are refused until space is freed.
+        disk_space_warning_level_ratio: u64 = 90 => "diskSpaceWarningLevelRatio",
+        /// Whether unexpired files may be deleted above diskSpaceCleanForciblyRatio.
+        clean_file_forcibly_enable: bool = true => "cleanFileForciblyEnable",
+        /// Milliseconds between retention checks.
+        clean_resource_interval: u64 = 10_000 => "cleanResourceInterval",
+        /// Whether messages are indexed by key (QUERY_MESSAGE).
+        message_index_enable: bool = true => "messageIndexEnable",
+        /// Hash slots of an index file.
+        max_hash_slot_num: usize = 5_000_000 => "maxHashSlotNum",
+        /// Entries of an index file.
+        max_index_num: usize = 5_000_000 * 4 => "maxIndexNum",
+        /// Milliseconds between saves of `config/delayOffset.json`.
+        flush_delay_offset_interval: u64 = 10_000 => "flushDelayOffsetInterval",
+    }
 }
 
 impl StoreConfig {
@@ -97,33 +109,7 @@ impl StoreConfig {
     pub fn new(root: impl Into<PathBuf>) -> Self {
         StoreConfig {
             store_path_root_dir: root.into(),
-            store_path_commit_log: None,
-            mapped_file_size_commit_log: 1024 * 1024 * 1024,
-            mapped_file_size_consume_queue: 300_000 * 20,
-            flush_disk_type: FlushDiskType::AsyncFlush,
-            flush_interval_commit_log: 500,
-            flush_commit_log_least_pages: 4,
-            flush_commit_log_thorough_interval: 10_000,
-            flush_interval_consume_queue: 1000,
-            sync_flush_timeout: 5000,
-            max_message_size: 4 * 1024 * 1024,
-            max_transfer_bytes_on_message_in_memory: 256 * 1024,
-            max_transfer_count_on_message_in_memory: 32,
-            max_transfer_bytes_on_message_in_disk: 64 * 1024,
-            max_transfer_count_on_message_in_disk: 8,
-            access_message_in_memory_max_ratio: 40,
-            message_delay_level: DEFAULT_DELAY_LEVELS.to_owned(),
-            file_reserved_time: 72,
-            delete_when: "04".to_owned(),
-            disk_max_used_space_ratio: 75,
-            disk_space_clean_forcibly_ratio: 85,
-            disk_space_warning_level_ratio: 90,
-            clean_file_forcibly_enable: true,
-            clean_resource_interval: 10_000,
-            message_index_enable: true,
-            max_hash_slot_num: 5_000_000,
-            max_index_num: 5_000_000 * 4,
-            flush_delay_offset_interval: 10_000,
+            ..StoreConfig::default()
         }
     }
 
@@ -150,74 +136,6 @@ impl StoreConfig {
     /// The ConsumeQueue root directory.
     pub fn consume_queue_dir(&self) -> PathBuf {
         self.store_path_root_dir.join("consumequeue")
-    }
-
-    /// Sets one key; `Ok(false)` when the key is not a store key.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<bool> {
-        fn boolean(key: &str, value: &str) -> Result<bool> {
-            match value.trim() {
-                "true" => Ok(true),
-                "false" => Ok(false),
-                other => Err(StoreError::InvalidArgument(format!(
-                    "{key} must be true or false, not {other:?}"
-                ))),
-            }
-        }
-        fn num<T: FromStr>(key: &str, value: &str) -> Result<T> {
-            value.trim().parse().map_err(|_| {
-                StoreError::InvalidArgument(format!("{key} must be a number, not {value:?}"))
-            })
-        }
-        match key {
-            "storePathRootDir" => self.store_path_root_dir = PathBuf::from(value),
-            "storePathCommitLog" => self.store_path_commit_log = Some(PathBuf::from(value)),
-            "mapedFileSizeCommitLog" | "mappedFileSizeCommitLog" => {
-                self.mapped_file_size_commit_log = num(key, value)?
-            }
-            "mapedFileSizeConsumeQueue" | "mappedFileSizeConsumeQueue" => {
-                self.mapped_file_size_consume_queue = num(key, value)?
-            }
-            "flushDiskType" => self.flush_disk_type = value.trim().parse()?,
-            "flushIntervalCommitLog" => self.flush_interval_commit_log = num(key, value)?,
-            "flushCommitLogLeastPages" => self.flush_commit_log_least_pages = num(key, value)?,
-            "flushCommitLogThoroughInterval" => {
-                self.flush_commit_log_thorough_interval = num(key, value)?
-            }
-            "flushIntervalConsumeQueue" => self.flush_interval_consume_queue = num(key, value)?,
-            "syncFlushTimeout" => self.sync_flush_timeout = num(key, value)?,
-            "maxMessageSize" => self.max_message_size = num(key, value)?,
-            "maxTransferBytesOnMessageInMemory" => {
-                self.max_transfer_bytes_on_message_in_memory = num(key, value)?
-            }
-            "maxTransferCountOnMessageInMemory" => {
-                self.max_transfer_count_on_message_in_memory = num(key, value)?
-            }
-            "maxTransferBytesOnMessageInDisk" => {
-                self.max_transfer_bytes_on_message_in_disk = num(key, value)?
-            }
-            "maxTransferCountOnMessageInDisk" => {
-                self.max_transfer_count_on_message_in_disk = num(key, value)?
-            }
-            "accessMessageInMemoryMaxRatio" => {
-                self.access_message_in_memory_max_ratio = num(key, value)?
-            }
-            "messageDelayLevel" => self.message_delay_level = value.trim().to_owned(),
-            "fileReservedTime" => self.file_reserved_time = num(key, value)?,
-            "deleteWhen" => self.delete_when = value.trim().to_owned(),
-            "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = num(key, value)?,
-            "diskSpaceCleanForciblyRatio" => {
-                self.disk_space_clean_forcibly_ratio = num(key, value)?
-            }
-            "diskSpaceWarningLevelRatio" => self.disk_space_warning_level_ratio = num(key, value)?,
-            "cleanFileForciblyEnable" => self.clean_file_forcibly_enable = boolean(key, value)?,
-            "cleanResourceInterval" => self.clean_resource_interval = num(key, value)?,
-            "messageIndexEnable" => self.message_index_enable = boolean(key, value)?,
-            "maxHashSlotNum" => self.max_hash_slot_num = num(key, value)?,
-            "maxIndexNum" => self.max_index_num = num(key, value)?,
-            "flushDelayOffsetInterval" => self.flush_delay_offset_interval = num(key, value)?,
-            _ => return Ok(false),
-        }
-        Ok(true)
     }
 
     /// Checks values that would break the store.

@@ -96,3 +96,9 @@ impl From<rocketpy_protocol::ProtocolError> for StoreError {
         }
     }
 }
+
+impl From<rocketpy_protocol::config::ConfigError> for StoreError {
+    fn from(e: rocketpy_protocol::config::ConfigError) -> Self {
+        StoreError::InvalidArgument(e.to_string())
+    }
+}

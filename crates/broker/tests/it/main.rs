@@ -1,0 +1,82 @@
+//! The broker and the name server driven over TCP with raw frames (see `wire`), beside the
+//! pytest suite: real servers on loopback, started in-process on free ports, a real store in a
+//! temporary directory.
+
+mod broker;
+mod namesrv;
+mod wire;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rocketpy_broker::{Broker, BrokerSettings};
+use rocketpy_namesrv::{NameServer, NamesrvConfig};
+
+/// A name server and a broker registered with it.
+pub struct Servers {
+    pub namesrv: NameServer,
+    pub broker: Option<Broker>,
+    _store: tempfile::TempDir,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Servers {
+    pub fn start() -> Servers {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = tempfile::tempdir().unwrap();
+        let namesrv = rt
+            .block_on(NameServer::start(NamesrvConfig {
+                bind_address: "127.0.0.1".into(),
+                listen_port: 0,
+                ..NamesrvConfig::default()
+            }))
+            .unwrap();
+        let mut settings = BrokerSettings::new(store.path());
+        for (k, v) in [
+            ("bindAddress", "127.0.0.1"),
+            ("brokerIP1", "127.0.0.1"),
+            ("listenPort", "0"),
+            ("namesrvAddr", &namesrv.local_addr().to_string()),
+            ("mapedFileSizeCommitLog", "1048576"),
+            ("mapedFileSizeConsumeQueue", "6000"),
+            ("maxHashSlotNum", "1000"),
+            ("maxIndexNum", "4000"),
+        ] {
+            settings.set(k, v).unwrap();
+        }
+        let broker = rt.block_on(Broker::start(settings)).unwrap();
+        let servers = Servers {
+            namesrv,
+            broker: Some(broker),
+            _store: store,
+            rt,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while servers.namesrv.routes().live_brokers().is_empty() {
+            assert!(Instant::now() < deadline, "the broker never registered");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        servers
+    }
+
+    pub fn namesrv_addr(&self) -> SocketAddr {
+        self.namesrv.local_addr()
+    }
+
+    pub fn broker_addr(&self) -> SocketAddr {
+        self.broker.as_ref().unwrap().local_addr()
+    }
+}
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        if let Some(broker) = self.broker.take() {
+            self.rt.block_on(broker.shutdown()).unwrap();
+        }
+        self.rt.block_on(self.namesrv.shutdown());
+    }
+}

@@ -1,4 +1,4 @@
-"""RocketMQ 4.x store files written and read by hand from DESIGN.md ("Store files"): an
+"""RocketMQ 4.x store files written and read by hand from docs/formats.md (sections 10 to 17): an
 independent implementation, so the project's own encoder and decoder are checked against the
 format and not against themselves. Integers are big-endian."""
 

@@ -1,4 +1,4 @@
-"""A RocketMQ 4.x remoting client written here from DESIGN.md ("Remoting frame") with raw
+"""A RocketMQ 4.x remoting client written here from docs/formats.md ("Remoting frame") with raw
 sockets and `struct`, independent of the project's codec, to check servers byte for byte.
 
 Frame: [length i32][(serializeType << 24) | headerLen i32][header][body], big-endian;

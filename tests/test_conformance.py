@@ -1,6 +1,6 @@
 """Protocol conformance: every request code of the name server and broker, in both header
 serialisations, through the hand-written client in ``rmq_wire`` (not the project's codec),
-with response codes and fields checked against DESIGN.md."""
+with response codes and fields checked against docs/formats.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from rmq_format import java_hash, parse_records
 from rmq_wire import FLAG_ONEWAY, FLAG_RESPONSE, JSON, ROCKETMQ, Wire, batch_body
 
-# Request codes (DESIGN.md).
+# Request codes (docs/formats.md).
 SEND_MESSAGE, PULL_MESSAGE, QUERY_MESSAGE = 10, 11, 12
 QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, UPDATE_AND_CREATE_TOPIC = 14, 15, 17
 GET_ALL_TOPIC_CONFIG, SEARCH_OFFSET_BY_TIMESTAMP, GET_MAX_OFFSET, GET_MIN_OFFSET = 21, 29, 30, 31

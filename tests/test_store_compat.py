@@ -1,5 +1,5 @@
 """Compatibility with RocketMQ 4.x store files both ways: files written here by hand from
-DESIGN.md open and read correctly, and files the store writes parse with the hand-written
+docs/formats.md open and read correctly, and files the store writes parse with the hand-written
 reader (CommitLog, ConsumeQueue and IndexFile)."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The files a broker writes, read back by a parser written here from DESIGN.md ("Store
-files") — not the project's decoder — so a layout mistake cannot hide behind a symmetric bug."""
+"""The files a broker writes, read back by a parser written here from the store file formats
+(docs/formats.md, sections 10 to 17) — not the project's decoder — so a layout mistake cannot
+hide behind a symmetric bug."""
 
 from __future__ import annotations
 

@@ -29,10 +29,11 @@ fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
         broker_name: cfg.broker_name.clone(),
         broker_addr: broker.broker_addr.clone(),
         cluster_name: cfg.broker_cluster_name.clone(),
+        // RocketMQ's default HA port, listenPort + 1 (nothing listens there yet: no HA).
         ha_server_addr: Some(format!(
             "{}:{}",
             broker.store_host.ip(),
-            broker.store_host.port() + 1
+            broker.store_host.port().wrapping_add(1)
         )),
         broker_id: cfg.broker_id,
         compressed: Some(false),

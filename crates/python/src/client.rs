@@ -16,7 +16,7 @@ use rocketpy_remoting::{
 
 use crate::callbacks;
 use crate::errors;
-use crate::header::{request_fields, Header};
+use crate::header::{fields_dict, request_fields, Header};
 use crate::runtime::{runtime, wait};
 
 /// A response.
@@ -61,11 +61,7 @@ impl RemotingResponse {
     /// Header fields by wire name, as a new dict (for diagnostics).
     #[getter]
     fn ext_fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (k, v) in &self.fields {
-            d.set_item(k, v)?;
-        }
-        Ok(d)
+        fields_dict(py, &self.fields)
     }
 
     /// The body.

@@ -65,6 +65,15 @@ fn to_value(value: &Bound<'_, PyAny>) -> PyResult<Value> {
     )))
 }
 
+/// `fields` as a new dict, by wire name.
+pub fn fields_dict<'py>(py: Python<'py>, fields: &ExtFields) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in fields {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
 /// A header as received: its fields by attribute name (`None` when absent), read through the
 /// spec of the header it is.
 #[pyclass(module = "rocketpy._native", frozen)]
@@ -114,11 +123,7 @@ impl Header {
     /// The fields as sent, by wire name (for diagnostics).
     #[getter]
     fn raw<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (k, v) in &self.fields {
-            d.set_item(k, v)?;
-        }
-        Ok(d)
+        fields_dict(py, &self.fields)
     }
 
     fn __repr__(&self) -> String {

@@ -52,11 +52,11 @@ rocketpy_protocol::config_struct! {
             => "mapedFileSizeConsumeQueue" | "mappedFileSizeConsumeQueue",
         /// ASYNC_FLUSH (acknowledge from the page cache) or SYNC_FLUSH (after the disk sync).
         flush_disk_type: FlushDiskType = FlushDiskType::AsyncFlush => "flushDiskType",
-        /// ASYNC_FLUSH: milliseconds between CommitLog flush rounds.
+        /// ASYNC_FLUSH: milliseconds between rounds that hand dirty CommitLog pages to write-back.
         flush_interval_commit_log: u64 = 500 => "flushIntervalCommitLog",
-        /// ASYNC_FLUSH: flush only when this many 4 KiB pages are dirty...
+        /// ASYNC_FLUSH: a round starts write-back only when this many 4 KiB pages are dirty.
         flush_commit_log_least_pages: usize = 4 => "flushCommitLogLeastPages",
-        /// ...or when this many milliseconds passed since a full flush.
+        /// ASYNC_FLUSH: milliseconds between durable flushes (msync) of the CommitLog.
         flush_commit_log_thorough_interval: u64 = 10_000 => "flushCommitLogThoroughInterval",
         /// Milliseconds between consume-queue flushes (and checkpoint writes).
         flush_interval_consume_queue: u64 = 1000 => "flushIntervalConsumeQueue",

@@ -2,7 +2,7 @@
 //! files in memory-mapped files, with recovery, flushing (group commit), retention and delayed
 //! delivery. No Python and no async runtime here; file I/O goes through [`io::Storage`].
 //!
-//! Layout of every file: DESIGN.md "Store files"; each module repeats its own format.
+//! Layout of every file: docs/formats.md; each module repeats its own format.
 
 mod background;
 pub mod checkpoint;

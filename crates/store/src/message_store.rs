@@ -7,9 +7,10 @@
 //! cleanly), `lock` (held while open), `config/delayOffset.json` (the rest of `config/` is the
 //! broker's).
 //!
-//! Background threads (each holds only a weak reference, so dropping the store stops them):
-//! flush (group commit or periodic flush, consume queues, checkpoint), index, schedule
-//! (delayed messages), clean (retention).
+//! Background threads, one per service (see `start_threads`): flush (group commit or periodic
+//! flush, consume queues, checkpoint), index, schedule (delayed messages), clean (retention).
+//! They hold their services, and the schedule thread a weak reference to the store; shutdown
+//! (also on drop) stops and joins them all.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -14,7 +14,10 @@ use rocketpy_protocol::message::record::{self, Decoded, MessageToStore};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
-use super::{check_broker_writeable, dlq_topic, ok, reply, retry_topic, spread_queue, store_error};
+use super::{
+    check_broker_writeable, dlq_topic, ok, reply, retry_topic, spread_queue, store_error,
+    with_flush_wait,
+};
 use crate::BrokerInner;
 
 /// Handles CONSUMER_SEND_MSG_BACK.
@@ -100,9 +103,11 @@ pub fn consumer_send_msg_back(
         prepared_transaction_offset: 0,
     };
     tracing::debug!(group, peer = %conn.peer(), topic = %msg.topic, reconsume = msg.reconsume_times, "message sent back");
-    broker
+    let appended = broker
         .store
         .put_messages_nowait(std::slice::from_ref(&msg))
         .map_err(store_error)?;
-    reply(ok(req))
+    // Acknowledged like a send: under SYNC_FLUSH only once the retry copy is on disk, or the
+    // consumer moves on from a message the broker may still lose.
+    Ok(with_flush_wait(broker, ok(req), appended.flush))
 }

@@ -294,6 +294,24 @@ impl Storage for FsStorage {
 }
 
 /// Lowers the calling thread's CPU priority (nice 10), for background work that must not
+/// Bytes of RAM (8 GiB when the OS does not say).
+pub(crate) fn total_physical_memory() -> i64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    if pages > 0 && page > 0 {
+        #[allow(clippy::unnecessary_cast)] // c_long is i32 on some targets
+        let total = pages as i64 * page as i64;
+        total
+    } else {
+        8 << 30
+    }
+}
+
 /// delay request handling on a busy machine. Best effort: a failure changes nothing else.
 pub fn lower_thread_priority() {
     // SAFETY: plain syscalls on the calling thread's own id; on Linux a thread id given to

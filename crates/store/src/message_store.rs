@@ -105,23 +105,6 @@ impl std::fmt::Debug for MessageStore {
     }
 }
 
-fn total_physical_memory() -> i64 {
-    // SAFETY: sysconf has no preconditions.
-    let (pages, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    if pages > 0 && page > 0 {
-        #[allow(clippy::unnecessary_cast)] // c_long is i32 on some targets
-        let total = pages as i64 * page as i64;
-        total
-    } else {
-        8 << 30
-    }
-}
-
 impl MessageStore {
     /// Opens (creating if needed) the store at `config.store_path_root_dir` on the real file
     /// system, recovers it and starts its background threads.
@@ -190,7 +173,7 @@ impl MessageStore {
             index.clone(),
         ));
         let store = Arc::new(MessageStore {
-            memory_for_cache: total_physical_memory() / 100
+            memory_for_cache: crate::io::total_physical_memory() / 100
                 * config.access_message_in_memory_max_ratio as i64,
             commit_log,
             queues,

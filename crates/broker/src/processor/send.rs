@@ -34,7 +34,9 @@ pub fn process(
 ) -> ProcessResult {
     check_busy(broker, req)?;
     let h: SendMessageRequestHeader = req.decode_header()?;
-    let batch = req.code == request::SEND_BATCH_MESSAGE;
+    // As the Java broker: a SEND_MESSAGE(_V2) whose header says `batch` carries a batch body
+    // too (the C++ client sends its batches so).
+    let batch = req.code == request::SEND_BATCH_MESSAGE || h.batch == Some(true);
     if batch && h.topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) {
         return Err(ProcessError::new(
             response::MESSAGE_ILLEGAL,

@@ -6,8 +6,8 @@
 //! and booleans as `0`/`1`; older Java clients leave fields `null`. fastjson accepts all of these
 //! for the bean it fills, and so must we. A [`Lenient`] value deserializes into any serde type
 //! with these coercions, driven by the type asked for:
-//! - booleans: `true`/`false`, strings by Java's `parseBoolean` (only "true", any case, is
-//!   true), numbers (non-zero is true), `null` (false);
+//! - booleans: `true`/`false`, strings as header booleans are read ("true" in any case or "1"
+//!   is true, see [`crate::header::parse_bool`]), numbers (non-zero is true), `null` (false);
 //! - integers and floats: numbers, or strings holding one (trimmed); `null` is 0;
 //! - strings: strings, or numbers and booleans as their text; `null` is empty;
 //! - enums: a variant's name, or its ordinal (its position in the Rust enum, which must be
@@ -111,8 +111,7 @@ impl<'de> de::Deserializer<'de> for Lenient {
     fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.0 {
             Value::Bool(b) => visitor.visit_bool(b),
-            // Java's Boolean.parseBoolean: "true" in any case, everything else false.
-            Value::String(s) => visitor.visit_bool(s.trim().eq_ignore_ascii_case("true")),
+            Value::String(s) => visitor.visit_bool(crate::header::parse_bool(&s)),
             Value::Number(n) => visitor.visit_bool(n.as_f64().is_some_and(|f| f != 0.0)),
             Value::Null => visitor.visit_bool(false),
             other => Lenient(other).deserialize_any(visitor),
@@ -263,9 +262,9 @@ mod tests {
         assert!(b.list.is_empty());
         assert_eq!(b.addrs[&0], "a:1");
         let b =
-            parse(r#"{"flag":"1","count":null,"version":0,"name":null,"model":"Broadcasting"}"#)
+            parse(r#"{"flag":"no","count":null,"version":0,"name":null,"model":"Broadcasting"}"#)
                 .unwrap();
-        assert!(!b.flag, "parseBoolean(\"1\") is false");
+        assert!(!b.flag, "anything but true or 1 is false");
         assert_eq!((b.count, b.name.as_str()), (0, ""));
         assert_eq!(b.model, Some(Model::Broadcasting));
         assert!(parse(r#"{"flag":1,"count":0,"version":0,"name":"","model":"2"}"#).is_err());

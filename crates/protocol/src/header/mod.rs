@@ -7,8 +7,11 @@
 //! which may be absent (`Option`). Reading is as tolerant as the Java broker's
 //! `decodeCommandCustomHeader`, and more where that costs nothing:
 //! - a field is found under its name or its alias, whichever the sender used;
-//! - booleans follow Java's `Boolean.parseBoolean`: "true" in any case is true, anything else
-//!   (including "1") is false, never an error;
+//! - booleans are never an error: "true" in any case is true (Java's `Boolean.parseBoolean`),
+//!   and so is "1", which the C++ client writes for true; anything else is false. (Java reads
+//!   "1" as false, so a C++ client's batch, sent as SEND_MESSAGE with `batch` "1", is stored by
+//!   a Java broker as one message whose body is the encoded batch — rocketmq-client-cpp
+//!   issues #363 and #447. rocketpy stores the messages the client meant.)
 //! - numbers may carry surrounding blanks;
 //! - fields a header does not declare are ignored.
 //!
@@ -218,9 +221,9 @@ integer_scalar!(i64, FieldKind::Long);
 
 impl Scalar for bool {
     const KIND: FieldKind = FieldKind::Bool;
-    /// Java's `Boolean.parseBoolean`: never an error.
+    /// Never an error (see the module documentation).
     fn parse_field(_: &'static str, raw: &str) -> Result<Self> {
-        Ok(raw.trim().eq_ignore_ascii_case("true"))
+        Ok(parse_bool(raw))
     }
     fn to_text(&self) -> String {
         self.to_string()
@@ -247,6 +250,12 @@ impl<T: Scalar> HeaderValue for Option<T> {
     fn write(&self) -> Option<String> {
         self.as_ref().map(Scalar::to_text)
     }
+}
+
+/// A header boolean: "true" (any case) or "1" is true, anything else false.
+pub fn parse_bool(raw: &str) -> bool {
+    let t = raw.trim();
+    t.eq_ignore_ascii_case("true") || t == "1"
 }
 
 /// A typed header.
@@ -428,19 +437,17 @@ mod tests {
         assert_eq!(v2.decode_header::<SendMessageRequestHeader>().unwrap(), h);
         assert_eq!(v1.decode_header::<SendMessageRequestHeader>().unwrap(), h);
 
-        // The C++ client writes booleans as 0/1: Java reads both as false, without error.
+        // The C++ client writes booleans as 0/1; anything unexpected is false, not an error.
         let mut cpp = v2.clone();
         cpp.set_field("m", "1");
         cpp.set_field("e", " 3 ");
         let read = cpp.decode_header::<SendMessageRequestHeader>().unwrap();
-        assert_eq!((read.batch, read.queue_id), (Some(false), 3));
-        cpp.set_field("m", "TRUE");
-        assert_eq!(
-            cpp.decode_header::<SendMessageRequestHeader>()
-                .unwrap()
-                .batch,
-            Some(true)
-        );
+        assert_eq!((read.batch, read.queue_id), (Some(true), 3));
+        for (raw, want) in [("0", false), ("TRUE", true), ("yes", false), ("", false)] {
+            cpp.set_field("m", raw);
+            let h = cpp.decode_header::<SendMessageRequestHeader>().unwrap();
+            assert_eq!(h.batch, Some(want), "{raw:?}");
+        }
 
         let mut missing = v2.clone();
         missing.ext_fields.remove("b");

@@ -1,0 +1,187 @@
+"""The pieces of the compatibility suite: rocketpy servers as processes, and peer client
+programs (``peers/``) run as processes that report what they did as JSON lines."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PEERS = Path(__file__).with_name("peers")
+
+
+class ServerProcess:
+    """One ``rocketpy`` server command; its first stdout line says where it listens."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rocketpy", "--log-level", "warn", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr: list[str] = []
+        self._drainer = threading.Thread(target=self._drain, daemon=True)
+        self._drainer.start()
+        line = self._first_line(60)
+        m = re.search(r"listening on (\S+)(?: as (\S+))?", line)
+        if not m:
+            self.stop()
+            raise AssertionError(f"{args[0]} did not start: {line!r} {''.join(self.stderr)}")
+        self.address = m.group(2) or m.group(1)
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def _first_line(self, timeout: float) -> str:
+        out: list[str] = []
+        t = threading.Thread(target=lambda: out.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+        t.start()
+        t.join(timeout)
+        return out[0] if out else ""
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._drainer.join(10)
+        close_pipes(self.proc)
+        return code
+
+
+def close_pipes(proc: subprocess.Popen[str]) -> None:
+    """Closes a finished process's pipes (their reader threads have seen EOF)."""
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None and not pipe.closed:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+
+class Cluster:
+    """A name server and a broker registered with it."""
+
+    def __init__(self, store: Path, *broker_args: str) -> None:
+        self.namesrv_proc = ServerProcess("namesrv", "--host", "127.0.0.1", "--port", "0")
+        self.namesrv = self.namesrv_proc.address
+        self.broker_proc = ServerProcess(
+            "broker", "-n", self.namesrv, "--host", "127.0.0.1", "--port", "0",
+            "--store-dir", str(store), "--set", "brokerIP1=127.0.0.1",
+            "--set", "mapedFileSizeCommitLog=16777216",
+            # Retries come back after a second instead of after 10 s, 30 s, 1 min, ...
+            "--set", "messageDelayLevel=" + " ".join(["1s"] * 18),
+            *broker_args,
+        )  # fmt: skip
+        self.broker = self.broker_proc.address
+
+    def stop(self) -> None:
+        codes = (self.broker_proc.stop(), self.namesrv_proc.stop())
+        assert codes == (0, 0), "".join(self.broker_proc.stderr + self.namesrv_proc.stderr)
+
+
+class Peer:
+    """One run of a peer client program: JSON lines in, events out."""
+
+    def __init__(self, argv: list[str], spec: dict[str, Any], home: Path) -> None:
+        # The C++ client writes its logs under $HOME/logs: keep them in the test's folder.
+        env = dict(os.environ, HOME=str(home))
+        self.proc = subprocess.Popen(
+            [*argv, json.dumps(spec)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        self.events: list[dict[str, Any]] = []
+        self.stderr: list[str] = []
+        self._cond = threading.Condition()
+        self._threads = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=self._drain, daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if not line.startswith("{"):
+                continue  # a peer library's own chatter
+            with self._cond:
+                self.events.append(json.loads(line))
+                self._cond.notify_all()
+        with self._cond:
+            self.events.append({"event": "exit"})
+            self._cond.notify_all()
+
+    def _drain(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        with self._cond:
+            return [e for e in self.events if e["event"] == kind]
+
+    def wait_for(self, kind: str, n: int = 1, timeout: float = 60) -> list[dict[str, Any]]:
+        """Waits until ``n`` events of ``kind`` arrived (or the peer exited); returns them."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len([e for e in self.events if e["event"] == kind]) < n:
+                if any(e["event"] == "exit" for e in self.events):
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+        return self.of(kind)
+
+    def _close(self) -> None:
+        for t in self._threads:
+            t.join(10)
+        close_pipes(self.proc)
+
+    def kill(self) -> None:
+        """Stops the peer at once (test clean-up)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._close()
+
+    def finish(self, timeout: float = 60) -> list[dict[str, Any]]:
+        """Closes the peer's stdin (a consumer's signal to stop), waits for it to exit and
+        returns its events; errors it reported fail the test."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._close()
+        errors = self.of("error")
+        assert not errors and code == 0, (
+            f"peer failed ({code}): {errors} {''.join(self.stderr)[-2000:]}"
+        )
+        return self.events
+
+
+def cpp(peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
+    """Starts the C++ client program with ``spec``."""
+    p = Peer([sys.executable, str(PEERS / "cpp_client.py")], spec, tmp_path)
+    peers.append(p)
+    return p

@@ -7,7 +7,12 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench clean
+.PHONY: install run test lint rust-test py-test bench clean compat-rust-client compat-table
+
+# Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
+# cache that outlives clones of this repository (a fresh machine builds it once: ~6 min).
+COMPAT_TARGET ?= $(HOME)/.cache/rocketpy/compat-target
+export ROCKETPY_COMPAT_RUST_CLIENT := $(COMPAT_TARGET)/release/rocketpy-compat-rust-client
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +42,16 @@ lint: $(VENV)/.tools
 rust-test:
 	cargo test --workspace --locked
 
-py-test: install
+# rocketmq-client-rust 1.0 (crates.io), driven by tests/compat as a peer client.
+compat-rust-client:
+	cd compat/rust-client && CARGO_TARGET_DIR=$(COMPAT_TARGET) cargo build --release --locked --quiet
+
+py-test: install compat-rust-client
 	$(BIN)/pytest
+
+# Reruns the compatibility suite and writes its client x feature table into README.md.
+compat-table: install compat-rust-client
+	$(BIN)/pytest tests/compat --compat-table README.md
 
 test: install lint rust-test py-test
 

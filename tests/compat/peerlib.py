@@ -180,8 +180,37 @@ class Peer:
         return self.events
 
 
-def cpp(peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
-    """Starts the C++ client program with ``spec``."""
-    p = Peer([sys.executable, str(PEERS / "cpp_client.py")], spec, tmp_path)
+#: The rocketmq-client-rust program, built by ``make compat-rust-client`` (which exports its
+#: path as ROCKETPY_COMPAT_RUST_CLIENT for ``make test``).
+RUST_CLIENT = os.environ.get(
+    "ROCKETPY_COMPAT_RUST_CLIENT",
+    str(Path.home() / ".cache/rocketpy/compat-target/release/rocketpy-compat-rust-client"),
+)
+
+#: How each peer client is started: the C++ client (through PyPI ``rocketmq``, ctypes) and
+#: rocketmq-client-rust.
+CLIENTS = {
+    "cpp": [sys.executable, str(PEERS / "cpp_client.py")],
+    "rust": [RUST_CLIENT],
+}
+
+
+def start_peer(client: str, peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
+    """Starts peer program ``client`` with ``spec``."""
+    argv = CLIENTS[client]
+    assert client != "rust" or Path(RUST_CLIENT).exists(), (
+        f"{RUST_CLIENT} is missing: build it with `make compat-rust-client`"
+    )
+    p = Peer(argv, spec, tmp_path)
     peers.append(p)
     return p
+
+
+def cpp(peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
+    """Starts the C++ client program with ``spec``."""
+    return start_peer("cpp", peers, tmp_path, **spec)
+
+
+def rust(peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
+    """Starts the rocketmq-client-rust program with ``spec``."""
+    return start_peer("rust", peers, tmp_path, **spec)

@@ -4,7 +4,8 @@
 use std::collections::HashSet;
 
 use rocketpy_protocol::body::SubscriptionData;
-use rocketpy_protocol::subscription::SUB_ALL;
+use rocketpy_protocol::message::java_hash::java_string_hash;
+use rocketpy_protocol::subscription::tags_of;
 
 /// Matches consume-queue tags codes against a subscription.
 #[derive(Debug, Clone)]
@@ -16,11 +17,23 @@ pub struct TagFilter {
 impl TagFilter {
     /// The filter of `data`. Non-TAG expressions (SQL92) are not evaluated by rocketpy and
     /// match everything; the client filters exactly.
+    ///
+    /// The codes are computed here from the expression, not taken from the client's
+    /// `codeSet` as the Java broker does: rocketmq-client-rust 1.0 hashes the untrimmed tags
+    /// of `"A || B"` ("A " and " B"), so a broker trusting its codes delivers nothing.
     pub fn new(data: &SubscriptionData) -> Self {
-        let all = data.sub_string == SUB_ALL || data.expression_type != "TAG";
+        let tags = if data.expression_type == "TAG" {
+            tags_of(&data.sub_string)
+        } else {
+            None
+        };
         TagFilter {
-            all,
-            codes: data.code_set.iter().copied().collect(),
+            all: tags.is_none(),
+            codes: tags
+                .unwrap_or_default()
+                .into_iter()
+                .map(java_string_hash)
+                .collect(),
         }
     }
 
@@ -37,7 +50,6 @@ impl TagFilter {
 
 #[cfg(test)]
 mod tests {
-    use rocketpy_protocol::message::java_hash::java_string_hash;
     use rocketpy_protocol::subscription::build_subscription;
 
     use super::*;
@@ -48,5 +60,12 @@ mod tests {
         let f = TagFilter::new(&build_subscription("T", "TagA || TagB", 1));
         assert!(f.matches(java_string_hash("TagA") as i64));
         assert!(!f.matches(java_string_hash("TagC") as i64));
+        // A client's own codes do not count: rocketmq-client-rust 1.0 sends "TagA "'s hash.
+        let mut rust = build_subscription("T", "TagA || TagB", 1);
+        rust.code_set = vec![java_string_hash("TagA "), java_string_hash(" TagB")];
+        assert!(TagFilter::new(&rust).matches(java_string_hash("TagB") as i64));
+        let mut sql = build_subscription("T", "a > 1", 1);
+        sql.expression_type = "SQL92".into();
+        assert!(TagFilter::new(&sql).is_all());
     }
 }

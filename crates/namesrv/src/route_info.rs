@@ -82,6 +82,8 @@ impl RouteInfoManager {
                 cluster: reg.cluster_name.clone(),
                 broker_name: reg.broker_name.clone(),
                 broker_addrs: HashMap::new(),
+                enable_acting_master: false,
+                zone_name: None,
             });
         // The same address under another id means the broker changed role (slave -> master).
         data.broker_addrs

@@ -50,6 +50,8 @@ codes! {
         GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206,
         SEND_MESSAGE_V2 = 310,
         SEND_BATCH_MESSAGE = 320,
+        /// 5.x: a lite pull consumer's PULL_MESSAGE (same header and answer).
+        LITE_PULL_MESSAGE = 361,
     }
 }
 

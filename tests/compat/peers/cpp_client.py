@@ -67,6 +67,9 @@ def make_message(spec: dict[str, Any], i: int) -> Message:
     return msg
 
 
+STATUS = ["SEND_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"]
+
+
 def produce(spec: dict[str, Any]) -> None:
     producer = Producer(spec.get("group", "cpp-producer"))
     producer.set_namesrv_addr(spec["namesrv"])
@@ -77,16 +80,23 @@ def produce(spec: dict[str, Any]) -> None:
     try:
         if mode == "batch":
             result = producer.send_batch([make_message(spec, i) for i in range(count)])
-            emit("sent", status=int(result.status), msg_id=result.msg_id, offset=result.offset)
+            emit(
+                "sent",
+                status=STATUS[int(result.status)],
+                msg_id=result.msg_id,
+                offset=result.offset,
+            )
         for i in range(count if mode != "batch" else 0):
             msg = make_message(spec, i)
             if mode == "sync":
                 r = producer.send_sync(msg)
-                emit("sent", i=i, status=int(r.status), msg_id=r.msg_id, offset=r.offset)
+                emit("sent", i=i, status=STATUS[int(r.status)], msg_id=r.msg_id, offset=r.offset)
             elif mode == "async":
 
                 def ok(r: Any, i: int = i) -> None:
-                    emit("sent", i=i, status=int(r.status), msg_id=r.msg_id, offset=r.offset)
+                    emit(
+                        "sent", i=i, status=STATUS[int(r.status)], msg_id=r.msg_id, offset=r.offset
+                    )
                     pending.release()
 
                 def failed(e: Exception, i: int = i) -> None:
@@ -102,7 +112,12 @@ def produce(spec: dict[str, Any]) -> None:
                 key = spec.get("order_keys", 1)
                 r = producer.send_orderly(msg, i % key)
                 emit(
-                    "sent", i=i, key=i % key, status=int(r.status), msg_id=r.msg_id, offset=r.offset
+                    "sent",
+                    i=i,
+                    key=i % key,
+                    status=STATUS[int(r.status)],
+                    msg_id=r.msg_id,
+                    offset=r.offset,
                 )
             else:
                 raise ValueError(f"unknown mode {mode}")

@@ -63,7 +63,10 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
         request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
         route(&slot, admin::get_all_subscription_groups),
     );
-    t.register(request::PULL_MESSAGE, route(&slot, pull::process));
+    t.register_all(
+        &[request::PULL_MESSAGE, request::LITE_PULL_MESSAGE],
+        route(&slot, pull::process),
+    );
     t.register(
         request::QUERY_CONSUMER_OFFSET,
         route(&slot, offset::query_consumer_offset),

@@ -32,6 +32,13 @@ pub struct BrokerData {
     pub broker_name: String,
     /// brokerId -> "host:port".
     pub broker_addrs: HashMap<i64, String>,
+    /// Whether a slave may act as master while the master is gone (5.x). Always written, as
+    /// a 5.x name server writes it: rocketmq-client-rust 1.0 refuses a route without it.
+    #[serde(default)]
+    pub enable_acting_master: bool,
+    /// The broker's zone (5.x), written only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone_name: Option<String>,
 }
 
 impl BrokerData {

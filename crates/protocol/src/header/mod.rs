@@ -377,6 +377,7 @@ exchanges! {
     SEND_MESSAGE_V2 => SendMessageRequestHeader, SendMessageResponseHeader;
     SEND_BATCH_MESSAGE => SendMessageRequestHeader, SendMessageResponseHeader;
     PULL_MESSAGE => PullMessageRequestHeader, PullMessageResponseHeader;
+    LITE_PULL_MESSAGE => PullMessageRequestHeader, PullMessageResponseHeader;
     QUERY_MESSAGE => QueryMessageRequestHeader, QueryMessageResponseHeader;
     VIEW_MESSAGE_BY_ID => ViewMessageRequestHeader, _;
     QUERY_CONSUMER_OFFSET => QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader;

@@ -7,12 +7,15 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench clean compat-rust-client compat-table
+.PHONY: install run test lint rust-test py-test bench clean compat-rust-client compat-table \
+	compat-rocketmq-rust compat-servers
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
 # cache that outlives clones of this repository (a fresh machine builds it once: ~6 min).
 COMPAT_TARGET ?= $(HOME)/.cache/rocketpy/compat-target
 export ROCKETPY_COMPAT_RUST_CLIENT := $(COMPAT_TARGET)/release/rocketpy-compat-rust-client
+# rocketmq-rust's name server and broker (crates.io), for rocketpy's client to run against.
+export ROCKETPY_ROCKETMQ_RUST ?= $(HOME)/.cache/rocketpy/rocketmq-rust
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -49,9 +52,20 @@ compat-rust-client:
 py-test: install compat-rust-client
 	$(BIN)/pytest
 
-# Reruns the compatibility suite and writes its client x feature table into README.md.
-compat-table: install compat-rust-client
-	$(BIN)/pytest tests/compat --compat-table README.md
+# rocketmq-rust 1.0's name server and broker, installed into a cache (~12 min the first time).
+compat-rocketmq-rust:
+	cargo install --locked --quiet rocketmq-namesrv@1.0.0 rocketmq-broker@1.0.0 \
+		--root $(ROCKETPY_ROCKETMQ_RUST) --target-dir $(ROCKETPY_ROCKETMQ_RUST)/target
+
+# rocketpy's client against rocketmq-rust's servers, in a network namespace with only a
+# loopback interface: that broker binds every interface.
+compat-servers: install compat-rocketmq-rust
+	unshare --net --map-root-user sh -c 'ip link set lo up && $(BIN)/pytest -m compat_server tests/compat'
+
+# Reruns the whole compatibility suite and writes its table into README.md.
+compat-table: install compat-rust-client compat-rocketmq-rust
+	unshare --net --map-root-user sh -c 'ip link set lo up && \
+		$(BIN)/pytest -m "compat or compat_server" tests/compat --compat-table README.md'
 
 test: install lint rust-test py-test
 

@@ -80,3 +80,15 @@ def test_select_by_hash_matches_java():
     assert select_by_hash(mqs, m, "abc") == mqs[96354 % 4]  # "abc".hashCode() == 96354
     assert select_by_hash(mqs, m, "polygenelubricants") == mqs[(2**31) % 4]  # Integer.MIN_VALUE
     assert select_by_hash(mqs, m, -7) == mqs[3]  # Java: abs(-7 % 4) == 3
+
+
+def test_subscription_expressions_are_sent_without_blanks():
+    from rocketpy._native import java_string_hash
+    from rocketpy.consumer.base import Subscription
+
+    sub = Subscription.parse("T", " TagA || TagB ||TagA ")
+    assert sub.expression == "TagA||TagB", "rocketmq-rust's broker hashes untrimmed tags"
+    assert sub.tags == frozenset({"TagA", "TagB"})
+    assert sub.data()["codeSet"] == [java_string_hash("TagA"), java_string_hash("TagB")]
+    assert Subscription.parse("T", " ").expression == "*"
+    assert Subscription.parse("T", "||").expression == "*"

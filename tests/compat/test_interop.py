@@ -107,7 +107,7 @@ def test_offsets_committed_by_one_member_are_honoured_by_another(
     assert got == sorted(f"two-{i}" for i in range(8)), "the C++ member resumes where Rust left"
 
 
-@pytest.mark.features("query by key / view by message id", clients=["rust"])
+@pytest.mark.features("query by key", "view by message id", clients=["rust"])
 def test_rust_client_finds_messages_by_key_and_by_id(
     cluster: Cluster, peers: list[Peer], tmp_path: Path
 ):

@@ -71,13 +71,14 @@ class Subscription:
 
     @staticmethod
     def parse(topic: str, expression: str | None) -> Subscription:
+        """The subscription to ``expression``, sent to brokers without blanks (``A||B``):
+        rocketmq-rust's broker hashes the untrimmed tags of ``A || B`` and then filters out
+        every message; brokers that trim read both spellings alike."""
         expr = (expression or "*").strip() or "*"
-        tags = (
-            frozenset()
-            if expr == "*"
-            else frozenset(t.strip() for t in expr.split("||") if t.strip())
-        )
-        return Subscription(topic, expr, tags)
+        if expr == "*":
+            return Subscription(topic, expr, frozenset())
+        ordered = list(dict.fromkeys(t.strip() for t in expr.split("||") if t.strip()))
+        return Subscription(topic, "||".join(ordered) or "*", frozenset(ordered))
 
     def matches(self, msg: MessageExt) -> bool:
         """Exact tag match (the broker filters by tag hash, which can collide)."""

@@ -354,6 +354,8 @@ class PushConsumer(ConsumerBase):
                 {
                     "consumerGroup": self.group,
                     "clientId": inst.client_id,
+                    # Written as the Java client writes it; rocketmq-rust's broker needs it.
+                    "onlyThisBroker": False,
                     "mqSet": [
                         {"topic": m.topic, "brokerName": m.broker_name, "queueId": m.queue_id}
                         for m in group_mqs

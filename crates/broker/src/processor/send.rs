@@ -62,6 +62,7 @@ pub fn process(
         check_body_size(broker, item.body.len())?;
     }
     let (topic, queue_id) = retry_or_dlq(broker, &h, queue_id)?;
+    let wait = waits_for_store(&items);
     let msgs: Vec<MessageToStore> = items
         .into_iter()
         .map(|item| message(broker, conn, &h, (&topic, queue_id), item))
@@ -82,7 +83,15 @@ pub fn process(
         msg_region: Some("DefaultRegion".into()),
         trace_on: Some("true".into()),
     });
-    Ok(with_flush_wait(broker, resp, appended.flush))
+    Ok(with_flush_wait(broker, resp, appended.flush.filter(|_| wait)))
+}
+
+/// Whether the answer waits for the disk under SYNC_FLUSH: unless every message says
+/// `WAIT=false`. Decided here because the stored properties leave `WAIT` out.
+fn waits_for_store(items: &[BatchItem]) -> bool {
+    items
+        .iter()
+        .any(|it| properties::find(&it.properties, keys::WAIT_STORE_MSG_OK) != Some("false"))
 }
 
 /// Checks the topic, auto-creating it when allowed; returns the validated queue id (a negative
@@ -260,6 +269,20 @@ fn check_body_size(broker: &Arc<BrokerInner>, len: usize) -> Result<(), ProcessE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wait_false_on_every_message_skips_the_flush_wait() {
+        let item = |props: &str| BatchItem {
+            flag: 0,
+            body: bytes::Bytes::new(),
+            properties: props.to_owned(),
+        };
+        let no = item(&properties::encode([("WAIT", "false")]));
+        let yes = item(&properties::encode([("WAIT", "true")]));
+        assert!(!waits_for_store(std::slice::from_ref(&no)));
+        assert!(waits_for_store(&[no.clone(), yes]));
+        assert!(waits_for_store(&[item("")]), "no WAIT: wait, as Java's default");
+    }
 
     #[test]
     fn properties_drop_wait_and_add_cluster() {

@@ -22,6 +22,10 @@ pub struct LockBatchRequestBody {
     pub consumer_group: String,
     /// The client asking.
     pub client_id: String,
+    /// Whether a broker should lock only its own queues (RocketMQ's lock forwarding; rocketpy
+    /// has one master per group, so every broker does).
+    #[serde(default)]
+    pub only_this_broker: bool,
     /// The queues to lock or unlock.
     #[serde(default)]
     pub mq_set: Vec<MessageQueue>,

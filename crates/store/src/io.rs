@@ -293,7 +293,6 @@ impl Storage for FsStorage {
     }
 }
 
-/// Lowers the calling thread's CPU priority (nice 10), for background work that must not
 /// Bytes of RAM (8 GiB when the OS does not say).
 pub(crate) fn total_physical_memory() -> i64 {
     // SAFETY: sysconf has no preconditions.
@@ -312,6 +311,7 @@ pub(crate) fn total_physical_memory() -> i64 {
     }
 }
 
+/// Lowers the calling thread's CPU priority (nice 10), for background work that must not
 /// delay request handling on a busy machine. Best effort: a failure changes nothing else.
 pub fn lower_thread_priority() {
     // SAFETY: plain syscalls on the calling thread's own id; on Linux a thread id given to

@@ -83,7 +83,11 @@ pub fn process(
         msg_region: Some("DefaultRegion".into()),
         trace_on: Some("true".into()),
     });
-    Ok(with_flush_wait(broker, resp, appended.flush.filter(|_| wait)))
+    Ok(with_flush_wait(
+        broker,
+        resp,
+        appended.flush.filter(|_| wait),
+    ))
 }
 
 /// Whether the answer waits for the disk under SYNC_FLUSH: unless every message says
@@ -281,7 +285,10 @@ mod tests {
         let yes = item(&properties::encode([("WAIT", "true")]));
         assert!(!waits_for_store(std::slice::from_ref(&no)));
         assert!(waits_for_store(&[no.clone(), yes]));
-        assert!(waits_for_store(&[item("")]), "no WAIT: wait, as Java's default");
+        assert!(
+            waits_for_store(&[item("")]),
+            "no WAIT: wait, as Java's default"
+        );
     }
 
     #[test]

@@ -10,7 +10,7 @@ import time
 from rmq_wire import Frame, Wire, encode
 from test_conformance import GET_MAX_OFFSET, SEND_MESSAGE_V2, SUCCESS
 
-from conftest import DevProcess
+from devserver import DevProcess
 
 SYSTEM_BUSY = 2
 

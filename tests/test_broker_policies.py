@@ -17,7 +17,7 @@ from test_conformance import (
     send_v2,
 )
 
-from conftest import DevProcess
+from devserver import DevProcess
 
 MESSAGE_ILLEGAL = 13
 

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test bench bench-scale clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -71,6 +71,12 @@ test: install lint rust-test py-test
 
 bench:
 	cargo bench --workspace --locked
+
+# Topic scale (100 / 1,000 / 10,000 topics): creation, first send, route lookup, heartbeat,
+# broker RSS and disk blocks; about 5 minutes. LEVELS=100,1000 for a shorter run.
+LEVELS ?= 100,1000,10000
+bench-scale: install
+	$(BIN)/python benches/topic_scale.py --levels $(LEVELS)
 
 clean:
 	rm -rf $(VENV) target

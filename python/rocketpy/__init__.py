@@ -33,6 +33,7 @@ from rocketpy.errors import (
     RemotingTimeoutError,
     RocketpyError,
     StoreError,
+    StoreFullError,
     StoreLockedError,
 )
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
@@ -64,6 +65,7 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "StoreError",
+    "StoreFullError",
     "StoreLockedError",
     "__version__",
     "allocate_averagely",

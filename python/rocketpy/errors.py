@@ -2,7 +2,8 @@
 
 ``RocketpyError``
   - ``RemotingError`` (``RemotingTimeoutError``, ``RemotingConnectError``): the network.
-  - ``StoreError`` (``StoreLockedError``, ``CorruptDataError``): the message store.
+  - ``StoreError`` (``StoreLockedError``, ``StoreFullError``, ``CorruptDataError``): the
+    message store.
   - ``ConfigError``: invalid settings.
   - ``DataLossError``: messages asked for were deleted by retention.
   - ``ClientError``: the client refused or could not complete an operation.
@@ -20,6 +21,7 @@ from rocketpy._native import (
     RemotingTimeoutError,
     RocketpyError,
     StoreError,
+    StoreFullError,
     StoreLockedError,
 )
 
@@ -34,6 +36,7 @@ __all__ = [
     "RemotingTimeoutError",
     "RocketpyError",
     "StoreError",
+    "StoreFullError",
     "StoreLockedError",
 ]
 

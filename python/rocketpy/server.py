@@ -9,7 +9,38 @@ from pathlib import Path
 
 from rocketpy._native import Broker, NameServer
 
-__all__ = ["Broker", "DevServer", "NameServer", "default_dev_store"]
+__all__ = [
+    "DEV_STORE_DEFAULTS",
+    "Broker",
+    "DevServer",
+    "NameServer",
+    "default_dev_store",
+    "dev_store_defaults",
+]
+
+
+#: Store sizes of ``rocketpy dev`` (and :class:`DevServer`), for a laptop rather than a
+#: broker's own disk: RocketMQ's defaults (1 GiB CommitLog files, a 5,000,000-slot index of
+#: 420 MB) are kept by ``rocketpy broker``. Files are sparse either way; these bound how far a
+#: small store's disk use can run ahead of its data. A store created with other sizes keeps
+#: them (see :func:`dev_store_defaults`); ``--set`` / ``broker_config`` override any of them.
+DEV_STORE_DEFAULTS: dict[str, str] = {
+    "mapedFileSizeCommitLog": str(64 << 20),
+    "maxHashSlotNum": "500000",
+    "maxIndexNum": "2000000",
+}
+
+
+def dev_store_defaults(store_dir: Path) -> dict[str, str]:
+    """:data:`DEV_STORE_DEFAULTS`, unless ``store_dir`` already holds a store made with other
+    sizes (by ``rocketpy broker``, or an older ``rocketpy dev``): its files must be opened with
+    the sizes they were written with, so then RocketMQ's defaults apply."""
+    commit_log = store_dir / "commitlog"
+    files = commit_log.iterdir() if commit_log.is_dir() else ()
+    sizes = {f.stat().st_size for f in files if len(f.name) == 20 and f.name.isdigit()}
+    if sizes and sizes != {int(DEV_STORE_DEFAULTS["mapedFileSizeCommitLog"])}:
+        return {}
+    return dict(DEV_STORE_DEFAULTS)
 
 
 def default_dev_store() -> Path:
@@ -25,7 +56,8 @@ class DevServer:
         namesrv_port: name server port (0 = any free port).
         broker_port: broker port (0 = any free port).
         store_dir: the store root (created if missing).
-        broker_config: more broker.conf keys (RocketMQ names), e.g. ``{"flushDiskType": ...}``.
+        broker_config: more broker.conf keys (RocketMQ names), e.g. ``{"flushDiskType": ...}``;
+            they override :data:`DEV_STORE_DEFAULTS`.
     """
 
     def __init__(
@@ -54,6 +86,7 @@ class DevServer:
             "bindAddress": self.host,
             "brokerIP1": self.host if self.host not in ("0.0.0.0", "::") else "127.0.0.1",
             "storePathRootDir": str(self.store_dir),
+            **dev_store_defaults(self.store_dir),
         }
         overrides.update(self.broker_config)
         try:

@@ -21,16 +21,38 @@ pub fn persist(path: &Path, content: &[u8]) -> Result<(), StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     }
     let tmp = with_suffix(path, ".tmp");
-    {
-        let mut f = std::fs::File::create(&tmp).map_err(|e| StoreError::io(&tmp, e))?;
-        f.write_all(content).map_err(|e| StoreError::io(&tmp, e))?;
-        f.sync_all().map_err(|e| StoreError::io(&tmp, e))?;
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(content)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        // A full disk: the current file and its backup stay as they were; the partial copy
+        // must not hold on to space.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(StoreError::io(&tmp, e));
     }
     if path.exists() {
+        // The backup is a second name of the current file (no bytes copied, so nothing to
+        // fail half-way on a full disk), swapped in by rename.
         let bak = with_suffix(path, ".bak");
-        std::fs::copy(path, &bak).map_err(|e| StoreError::io(&bak, e))?;
+        let bak_tmp = with_suffix(path, ".bak.tmp");
+        let _ = std::fs::remove_file(&bak_tmp);
+        let linked = std::fs::hard_link(path, &bak_tmp)
+            .or_else(|_| std::fs::copy(path, &bak_tmp).map(drop))
+            .and_then(|()| std::fs::rename(&bak_tmp, &bak));
+        if let Err(e) = linked {
+            let _ = std::fs::remove_file(&bak_tmp);
+            let _ = std::fs::remove_file(&tmp);
+            return Err(StoreError::io(&bak, e));
+        }
     }
     std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
+    if let Some(dir) = path.parent() {
+        // Makes the renames durable.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
     Ok(())
 }
 

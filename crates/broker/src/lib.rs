@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod config_file;
+pub mod config_journal;
 pub mod consumer_manager;
 pub mod consumer_offset;
 pub mod error;
@@ -108,7 +109,11 @@ impl Broker {
             &settings.broker,
             schedule_queues,
         )?;
-        topics.persist()?;
+        if let Err(e) = topics.persist() {
+            // A broker restarted on a full disk must still serve reads; the table is written
+            // again by housekeeping once changes are journaled.
+            tracing::error!(error = %e, "cannot write topics.json at start");
+        }
         let offsets = ConsumerOffsetManager::load(config_dir.join("consumerOffset.json"))?;
         let groups = subscription_group::SubscriptionGroupManager::load(
             config_dir.join("subscriptionGroup.json"),
@@ -181,6 +186,12 @@ impl Broker {
                 tick.tick().await;
                 if let Err(e) = housekeeping.offsets.persist() {
                     tracing::error!(error = %e, "persisting consumer offsets failed");
+                }
+                let topics = housekeeping.clone();
+                let persisted =
+                    tokio::task::spawn_blocking(move || topics.topics.persist_if_changed()).await;
+                if let Ok(Err(e)) = persisted {
+                    tracing::error!(error = %e, "writing topics.json failed (changes stay in its journal)");
                 }
                 for changed in housekeeping.consumers.scan_expired(expiry) {
                     processor::client::notify_consumer_ids_changed(changed);

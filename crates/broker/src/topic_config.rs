@@ -1,4 +1,5 @@
-//! Topic configurations (`config/topics.json`), system topics, and the auto-creation rules.
+//! Topic configurations (`config/topics.json`, changes journaled in
+//! `topics.json.journal` between rewrites), system topics, and the auto-creation rules.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,6 +15,7 @@ use rocketpy_store::StoreError;
 
 use crate::config::BrokerConfig;
 use crate::config_file;
+use crate::config_journal::Journal;
 
 fn now_millis() -> i64 {
     std::time::SystemTime::now()
@@ -27,6 +29,8 @@ fn now_millis() -> i64 {
 pub struct TopicConfigManager {
     path: PathBuf,
     table: RwLock<TopicConfigSerializeWrapper>,
+    /// Changes since `topics.json` was last written (see [`crate::config_journal`]).
+    journal: Journal,
 }
 
 impl TopicConfigManager {
@@ -41,6 +45,31 @@ impl TopicConfigManager {
         })?
         .unwrap_or_default();
         let mut wrapper = loaded;
+        let mut journal_path = path.as_os_str().to_owned();
+        journal_path.push(".journal");
+        let (journal, mut changes) = Journal::open(journal_path.into())?;
+        // Appends may land out of counter order (they happen outside the table's lock).
+        changes.sort_by_key(|(v, _)| *v);
+        for (counter, change) in changes {
+            if counter <= wrapper.data_version.counter {
+                continue; // already in topics.json
+            }
+            match change
+                .get("put")
+                .map(|c| serde_json::from_value::<TopicConfig>(c.clone()))
+            {
+                Some(Ok(cfg)) => {
+                    wrapper
+                        .topic_config_table
+                        .insert(cfg.topic_name.clone(), cfg);
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "ignoring a topic journal entry that does not parse")
+                }
+                None => tracing::warn!("ignoring an unknown topic journal entry"),
+            }
+            wrapper.data_version.counter = counter;
+        }
         // Entries whose name would be an unsafe directory are dropped, not trusted.
         wrapper.topic_config_table.retain(|name, cfg| {
             let ok = validate_topic(name).is_ok() && cfg.topic_name == *name;
@@ -85,6 +114,7 @@ impl TopicConfigManager {
         Ok(TopicConfigManager {
             path,
             table: RwLock::new(wrapper),
+            journal,
         })
     }
 
@@ -103,16 +133,21 @@ impl TopicConfigManager {
         self.table.read().data_version.clone()
     }
 
-    /// Adds or replaces a topic, bumps the data version and persists.
+    /// Adds or replaces a topic, bumps the data version and makes the change durable (one
+    /// journal line, whatever the number of topics; `topics.json` follows in the background,
+    /// [`TopicConfigManager::persist_if_changed`]).
     pub fn update(&self, cfg: TopicConfig) -> Result<(), StoreError> {
         validate_topic(&cfg.topic_name)?;
-        {
+        let entry = serde_json::json!({ "put": &cfg });
+        let counter = {
             let mut t = self.table.write();
             t.topic_config_table.insert(cfg.topic_name.clone(), cfg);
             t.data_version.counter += 1;
             t.data_version.timestamp = now_millis();
-        }
-        self.persist()
+            t.data_version.counter
+        };
+        // Outside the table's lock: sends look topics up while the line is synced.
+        self.journal.append(counter, entry)
     }
 
     /// RocketMQ's `createTopicInSendMessageMethod`: when `topic` is unknown, creates it from
@@ -184,16 +219,27 @@ impl TopicConfigManager {
         Ok((cfg, true))
     }
 
-    /// Writes `topics.json`.
+    /// Writes `topics.json` and drops the journal lines it now holds.
     pub fn persist(&self) -> Result<(), StoreError> {
-        let json = {
+        let (counter, json) = {
             let t = self.table.read();
-            serde_json::to_vec_pretty(&*t).map_err(|e| StoreError::Config {
+            let json = serde_json::to_vec_pretty(&*t).map_err(|e| StoreError::Config {
                 path: self.path.clone(),
                 reason: e.to_string(),
-            })?
+            })?;
+            (t.data_version.counter, json)
         };
-        config_file::persist(&self.path, &json)
+        self.journal
+            .compact(counter, || config_file::persist(&self.path, &json))
+    }
+
+    /// [`TopicConfigManager::persist`] if topics changed since the last time (the broker's
+    /// housekeeping calls this periodically, off the request path).
+    pub fn persist_if_changed(&self) -> Result<(), StoreError> {
+        if self.journal.is_empty() {
+            return Ok(());
+        }
+        self.persist()
     }
 
     /// Number of topics.
@@ -237,6 +283,47 @@ mod tests {
 
         let again = TopicConfigManager::load(path, &broker, 18).unwrap();
         assert_eq!(again.get("New").unwrap().write_queue_nums, 4);
+    }
+
+    #[test]
+    fn changes_survive_through_the_journal_until_topics_json_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("topics.json");
+        let journal = dir.path().join("topics.json.journal");
+        let broker = BrokerConfig::default();
+        let m = TopicConfigManager::load(path.clone(), &broker, 18).unwrap();
+        m.persist().unwrap();
+        assert!(!journal.exists());
+        for name in ["A", "B", "C"] {
+            m.update(TopicConfig::new(name, 2)).unwrap();
+        }
+        m.update(TopicConfig::new("B", 5)).unwrap();
+        assert!(journal.exists());
+        let json = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !json.contains("\"A\""),
+            "topics.json is written later, not per change"
+        );
+        let counter = m.data_version().counter;
+        drop(m); // a crash: nothing but the journal has the changes
+
+        let m = TopicConfigManager::load(path.clone(), &broker, 18).unwrap();
+        assert_eq!(m.get("A").unwrap().write_queue_nums, 2);
+        assert_eq!(
+            m.get("B").unwrap().write_queue_nums,
+            5,
+            "the later change wins"
+        );
+        assert!(m.data_version().counter > counter, "versions never go back");
+        m.persist_if_changed().unwrap();
+        assert!(
+            !journal.exists(),
+            "written into topics.json, the journal is dropped"
+        );
+        let json = std::fs::read_to_string(&path).unwrap();
+        assert!(json.contains("\"C\""));
+        let again = TopicConfigManager::load(path, &broker, 18).unwrap();
+        assert_eq!(again.get("B").unwrap().write_queue_nums, 5);
     }
 
     #[test]

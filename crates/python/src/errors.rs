@@ -48,6 +48,12 @@ create_exception!(
 );
 create_exception!(
     _native,
+    StoreFullError,
+    StoreError,
+    "The store's disk is full: writes are refused until space is freed (reads still work)."
+);
+create_exception!(
+    _native,
     CorruptDataError,
     StoreError,
     "Stored or received bytes do not match the format."
@@ -83,6 +89,9 @@ pub fn remoting(e: NativeRemotingError) -> PyErr {
 /// Maps a store error onto the exception tree.
 pub fn store(e: NativeStoreError) -> PyErr {
     let msg = e.to_string();
+    if e.is_no_space() {
+        return StoreFullError::new_err(msg);
+    }
     match e {
         NativeStoreError::Locked(_) => StoreLockedError::new_err(msg),
         NativeStoreError::Corrupt { .. } => CorruptDataError::new_err(msg),
@@ -119,6 +128,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("StoreError", py.get_type::<StoreError>())?;
     m.add("StoreLockedError", py.get_type::<StoreLockedError>())?;
+    m.add("StoreFullError", py.get_type::<StoreFullError>())?;
     m.add("CorruptDataError", py.get_type::<CorruptDataError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("DataLossError", py.get_type::<DataLossError>())?;

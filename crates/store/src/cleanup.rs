@@ -50,8 +50,11 @@ pub(crate) struct CleanService {
     commit_log: Arc<CommitLog>,
     queues: Arc<ConsumeQueueTable>,
     index: Arc<IndexService>,
-    /// Set while the disk is fuller than `diskSpaceWarningLevelRatio`: puts are refused.
+    /// Set while the disk is fuller than `diskSpaceWarningLevelRatio`, or since a write
+    /// found no space (until the next round): puts are refused.
     disk_full: AtomicBool,
+    /// Refusals are logged once a minute, not once a put.
+    full_log: crate::ratelimit::LogEvery,
 }
 
 impl CleanService {
@@ -70,6 +73,7 @@ impl CleanService {
             queues,
             index,
             disk_full: AtomicBool::new(false),
+            full_log: crate::ratelimit::LogEvery::minute(),
         }
     }
 
@@ -78,13 +82,32 @@ impl CleanService {
         if !self.disk_full.load(Ordering::Acquire) {
             return Ok(());
         }
-        let (total, avail) = self.storage.disk_space(&self.root).unwrap_or((1, 1));
-        Err(StoreError::DiskFull {
+        Err(self.disk_full_error())
+    }
+
+    fn disk_full_error(&self) -> StoreError {
+        let (total, avail) = self.storage.disk_space(&self.root).unwrap_or((1, 0));
+        let err = StoreError::DiskFull {
             used_percent: (total.saturating_sub(avail) * 100)
                 .checked_div(total)
                 .unwrap_or(100),
             limit_percent: self.config.disk_space_warning_level_ratio,
-        })
+        };
+        self.full_log
+            .log(|| tracing::error!(error = %err, "puts refused"));
+        err
+    }
+
+    /// A write failed: when for want of space, the store is full from now until a clean-up
+    /// round finds space again (each round re-checks), and the put's error says so.
+    pub(crate) fn on_write_error(&self, e: StoreError) -> StoreError {
+        if !e.is_no_space() {
+            return e;
+        }
+        if !self.disk_full.swap(true, Ordering::AcqRel) {
+            tracing::error!(error = %e, "no space left on the store's disk: puts refused until space is freed");
+        }
+        self.disk_full_error()
     }
 
     /// One round of the clean thread every `cleanResourceInterval`; returns how long to sleep.

@@ -19,6 +19,7 @@ use rustc_hash::FxHashMap;
 use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
+use crate::mapped_file::COMMIT_LOG_RESERVE_STEP;
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::padded::Padded;
 use rocketpy_protocol::flag::message as sys_flag;
@@ -57,12 +58,19 @@ impl DispatchRequest<'_> {
     /// Whether the record belongs in a consume queue (not a prepared or rolled-back half
     /// message).
     pub fn is_consumable(&self) -> bool {
-        matches!(
-            sys_flag::transaction_type(self.sys_flag),
-            sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
-        )
+        consumable(self.sys_flag)
     }
 }
+
+fn consumable(sys_flag: i32) -> bool {
+    matches!(
+        sys_flag::transaction_type(sys_flag),
+        sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
+    )
+}
+
+/// Consume-queue units a put will add to one queue: `(topic, queue id, first offset, count)`.
+pub type QueueUnits<'a> = (&'a str, i32, i64, usize);
 
 /// Marks the put lock as held since now, and free again when dropped (on every exit path).
 struct BusyMark<'a>(&'a std::sync::atomic::AtomicI64);
@@ -88,6 +96,16 @@ struct PutState {
     /// topic -> queue id -> next queue offset (RocketMQ's `topicQueueTable`).
     queue_offsets: FxHashMap<String, FxHashMap<i32, i64>>,
     last_store_timestamp: i64,
+}
+
+impl PutState {
+    fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.queue_offsets
+            .get(topic)
+            .and_then(|q| q.get(&queue_id))
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// The CommitLog.
@@ -118,7 +136,8 @@ impl CommitLog {
         file_size: usize,
     ) -> Self {
         CommitLog {
-            files: MappedFileQueue::new(storage, dir, file_size).with_preallocation(),
+            files: MappedFileQueue::new(storage, dir, file_size, COMMIT_LOG_RESERVE_STEP)
+                .with_preallocation(),
             state: Padded(std::sync::Mutex::new(PutState::default())),
             locked_since: Padded(std::sync::atomic::AtomicI64::new(0)),
             bad_ranges: parking_lot::RwLock::new(Vec::new()),
@@ -142,12 +161,19 @@ impl CommitLog {
     }
 
     /// Appends `msgs` under one lock acquisition, calling `dispatch` for each record in order.
+    ///
+    /// Space comes first: the CommitLog's (the next file too when the batch will not fit in
+    /// this one) and, through `reserve`, each consume queue's for the units the batch adds.
+    /// On a full disk the batch is refused there, before any of it is stored, so it is never
+    /// stored in part nor left without its queue units.
     pub fn put_batch(
         &self,
         msgs: &[MessageToStore],
+        mut reserve: impl FnMut(&QueueUnits<'_>) -> Result<()>,
         mut dispatch: impl FnMut(&DispatchRequest<'_>) -> Result<()>,
     ) -> Result<Vec<AppendResult>> {
         let file_size = self.files.file_size();
+        let mut total = 0;
         for msg in msgs {
             let len = msg.record_len()?;
             if len + record::END_FILE_MIN_BLANK_LENGTH > file_size {
@@ -156,6 +182,7 @@ impl CommitLog {
                     max: file_size - record::END_FILE_MIN_BLANK_LENGTH,
                 });
             }
+            total += len;
         }
         // The CRC is the costliest part of encoding: computed before taking the lock.
         let single;
@@ -171,6 +198,33 @@ impl CommitLog {
         let mut writer = self.files.writer();
         let now = now_millis();
         let busy = BusyMark::new(&self.locked_since, now);
+        {
+            let tail = writer.roll(0)?;
+            let start = tail.from_offset() + tail.wrote() as u64;
+            let need = total + record::END_FILE_MIN_BLANK_LENGTH;
+            writer.reserve(start, start + need as u64)?;
+        }
+        let mut units: Vec<QueueUnits<'_>> = Vec::new();
+        for msg in msgs {
+            if !consumable(msg.effective_sys_flag()) {
+                continue;
+            }
+            match units
+                .iter_mut()
+                .find(|u| u.1 == msg.queue_id && u.0 == msg.topic)
+            {
+                Some(u) => u.3 += 1,
+                None => units.push((
+                    &msg.topic,
+                    msg.queue_id,
+                    state.next_queue_offset(&msg.topic, msg.queue_id),
+                    1,
+                )),
+            }
+        }
+        for u in &units {
+            reserve(u)?;
+        }
         // One store time for the whole batch, as RocketMQ stamps a batch. It never goes
         // backwards within a process, so lookups by time can binary-search the log even if
         // the wall clock steps back.
@@ -183,22 +237,14 @@ impl CommitLog {
             let mut file = writer.roll(0)?;
             if len + record::END_FILE_MIN_BLANK_LENGTH > file.remaining() {
                 let remaining = file.remaining();
-                writer.append_tail(remaining, record::encode_blank);
+                writer.append_tail(remaining, record::encode_blank)?;
                 file = writer.roll(0)?;
             }
             let physical_offset = (file.from_offset() + file.wrote() as u64) as i64;
             let sys_flag = msg.effective_sys_flag();
-            let tx_type = sys_flag::transaction_type(sys_flag);
-            let consumable = matches!(
-                tx_type,
-                sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
-            );
+            let consumable = consumable(sys_flag);
             let queue_offset = if consumable {
-                *state
-                    .queue_offsets
-                    .get(msg.topic.as_str())
-                    .and_then(|q| q.get(&msg.queue_id))
-                    .unwrap_or(&0)
+                state.next_queue_offset(&msg.topic, msg.queue_id)
             } else {
                 0
             };
@@ -207,7 +253,7 @@ impl CommitLog {
                 physical_offset,
                 store_timestamp,
             };
-            writer.append_tail(len, |buf| record::encode_into(msg, at, crc, buf));
+            writer.append_tail(len, |buf| record::encode_into(msg, at, crc, buf))?;
             if consumable {
                 // Look up before inserting: `entry` would allocate the topic on every put.
                 match state.queue_offsets.get_mut(msg.topic.as_str()) {

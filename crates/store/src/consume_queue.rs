@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
-use crate::mapped_file::MappedFile;
+use crate::mapped_file::{MappedFile, QUEUE_RESERVE_STEP};
 use crate::mapped_file_queue::MappedFileQueue;
 
 /// Bytes per unit.
@@ -130,6 +130,7 @@ impl ConsumeQueue {
                 storage,
                 root.join(topic).join(queue_id.to_string()),
                 file_size,
+                QUEUE_RESERVE_STEP,
             ),
             min_logic_offset: AtomicI64::new(0),
         }
@@ -267,6 +268,28 @@ impl ConsumeQueue {
         (self.files.max_offset() / CQ_UNIT_SIZE as u64) as i64
     }
 
+    /// Reserves disk space for `count` units from queue offset `index` (see
+    /// [`crate::mapped_file_queue::QueueWriter::reserve`]): after this, putting them cannot
+    /// fail for want of space. Callers serialise calls with [`ConsumeQueue::put`].
+    pub fn reserve(&self, index: i64, count: usize) -> Result<()> {
+        let (Some(start), Some(len)) = (byte_of(index), count.checked_mul(CQ_UNIT_SIZE)) else {
+            return Ok(()); // `put` reports the impossible offset
+        };
+        let end = start + len as u64;
+        let mut writer = self.files.writer();
+        if let Some(last) = writer.tail() {
+            // The common case: the units go into the tail's reserved window.
+            let at = last.from_offset() + last.wrote() as u64;
+            if start >= at && end <= last.from_offset() + last.reserved() as u64 {
+                return Ok(());
+            }
+        } else {
+            // The queue's first file starts here (as in `put`); units below do not exist.
+            self.min_logic_offset.store(start as i64, Ordering::Release);
+        }
+        writer.reserve(start, end)
+    }
+
     /// Writes `unit` at queue offset `index`. Idempotent: a unit already present is kept; a
     /// gap before `index` (lost units) is filled with blanks so numbering stays exact.
     /// Callers serialise calls (the CommitLog's lock or recovery).
@@ -283,8 +306,7 @@ impl ConsumeQueue {
             let end = last.from_offset() + last.wrote() as u64;
             if end == target && !last.is_full() {
                 let bytes = unit.encode();
-                writer.append_tail(CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
-                return Ok(());
+                return writer.append_tail(CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
             }
         }
         let mut end = self.files.max_offset();
@@ -325,7 +347,7 @@ impl ConsumeQueue {
             } else {
                 CqUnit::BLANK.encode()
             };
-            writer.append_tail(CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
+            writer.append_tail(CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes))?;
             end += CQ_UNIT_SIZE as u64;
         }
         Ok(())

@@ -44,9 +44,9 @@ pub enum StoreError {
     /// The store was shut down.
     #[error("store is shut down")]
     ShutDown,
-    /// The disk is fuller than `diskSpaceWarningLevelRatio`: puts are refused until retention
-    /// frees space.
-    #[error("disk {used_percent}% full (limit {limit_percent}%): the store refuses writes until space is freed")]
+    /// The disk is fuller than `diskSpaceWarningLevelRatio`, or a write found no space: puts
+    /// are refused until space is free again.
+    #[error("disk full ({used_percent}% used, limit {limit_percent}%): the store refuses writes until space is freed")]
     DiskFull {
         /// Current usage.
         used_percent: u64,
@@ -69,6 +69,15 @@ impl StoreError {
         StoreError::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// Whether the disk (or a quota) ran out of space.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            StoreError::DiskFull { .. } => true,
+            StoreError::Io { source, .. } => crate::io::is_no_space(source),
+            _ => false,
         }
     }
 

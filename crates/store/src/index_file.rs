@@ -10,8 +10,14 @@
 //! ```
 //! Entry numbers start at 1 (`indexCount` starts at 1), so 0 means "none" everywhere. A key is
 //! `topic#key`; its hash is `abs(String.hashCode())` (0 for `i32::MIN`), its slot `hash % slots`.
+//!
+//! The file is sparse. Before a write, its disk blocks are reserved (see
+//! [`crate::io::Region::reserve`]): the header and slot table whole (slots are written at
+//! random), the entries in a window ahead of the count that doubles up to 1 MiB, so a file
+//! holding few entries uses little disk and a full disk is an error, never a SIGBUS.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::RwLock;
 
@@ -58,6 +64,8 @@ pub struct IndexFile {
     region: Box<dyn Region>,
     slot_num: usize,
     max_index: usize,
+    /// End of the bytes with disk blocks (moved by the writer, under `lock`).
+    reserved: AtomicUsize,
     /// The header as last written; readers (queries) share the lock, the index thread takes
     /// it exclusively to add entries.
     lock: RwLock<IndexHeader>,
@@ -83,6 +91,11 @@ impl IndexFile {
         begin_timestamp: i64,
     ) -> Result<Self> {
         let file = Self::open(storage, path, slot_num, max_index, true)?;
+        if let Err(e) = file.reserve_entries(1) {
+            drop(file);
+            let _ = storage.remove(path);
+            return Err(e);
+        }
         {
             let mut h = file.lock.write();
             *h = IndexHeader {
@@ -126,6 +139,7 @@ impl IndexFile {
             region,
             slot_num,
             max_index,
+            reserved: AtomicUsize::new(0),
             lock: RwLock::new(IndexHeader::default()),
         };
         let header = file.read_header();
@@ -207,21 +221,51 @@ impl IndexFile {
         HEADER_SIZE + self.slot_num * SLOT_SIZE + index * ENTRY_SIZE
     }
 
+    /// Gives disk blocks to everything up to entry `upto` (exclusive): header and slots
+    /// whole on the first call, entries in a doubling window. The caller is the writer.
+    fn reserve_entries(&self, upto: usize) -> Result<()> {
+        const PAGE: usize = 4096;
+        let end = self.entry_pos(upto.min(self.max_index));
+        let reserved = self.reserved.load(Ordering::Acquire);
+        if end <= reserved {
+            return Ok(());
+        }
+        let entries_start = self.entry_pos(0);
+        let step = reserved
+            .saturating_sub(entries_start)
+            .clamp(PAGE, crate::mapped_file::QUEUE_RESERVE_STEP);
+        let target = (end.max(reserved.max(entries_start) + step).div_ceil(PAGE) * PAGE)
+            .min(self.region.len());
+        let from = reserved / PAGE * PAGE;
+        self.region
+            .reserve(from, target - from)
+            .map_err(|e| StoreError::io(&self.path, e))?;
+        self.reserved.store(target, Ordering::Release);
+        Ok(())
+    }
+
     /// Adds `key -> phy_offset`; `false` when the file is full.
-    pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
-        self.put_record("", std::iter::once(key), phy_offset, store_timestamp) == 1
+    pub fn put_key(&self, key: &str, phy_offset: i64, store_timestamp: i64) -> Result<bool> {
+        Ok(self.put_record("", [key], phy_offset, store_timestamp)? == 1)
     }
 
     /// Adds `topic#key` for each of `keys` (or `key` itself when `topic` is empty), all for
-    /// one record, under one lock; returns how many fit before the file was full.
-    pub fn put_record<'k>(
+    /// one record, under one lock; returns how many fit before the file was full. Fails,
+    /// adding none, when the entries' disk space cannot be reserved.
+    pub fn put_record<'k, K>(
         &self,
         topic: &str,
-        keys: impl IntoIterator<Item = &'k str>,
+        keys: K,
         phy_offset: i64,
         store_timestamp: i64,
-    ) -> usize {
+    ) -> Result<usize>
+    where
+        K: IntoIterator<Item = &'k str>,
+        K::IntoIter: Clone,
+    {
+        let keys = keys.into_iter();
         let mut h = self.lock.write();
+        self.reserve_entries(h.index_count as usize + keys.clone().count())?;
         let mut added = 0;
         for key in keys {
             let count = h.index_count as usize;
@@ -265,7 +309,7 @@ impl IndexFile {
         if added > 0 {
             self.write_header(&h);
         }
-        added
+        Ok(added)
     }
 
     /// Offsets of entries for `key` stored in `[begin, end]` (ms), newest first, at most
@@ -349,19 +393,19 @@ mod tests {
         let sim = SimStorage::new();
         let path = Path::new("/s/index/x");
         let f = IndexFile::create(&sim, path, 8, 6, 0, 0).unwrap();
-        assert!(f.put_key("T#a", 100, 1_000_000));
-        assert!(f.put_key("T#b", 200, 1_001_000));
-        assert!(f.put_key("T#a", 300, 1_002_000));
+        assert!(f.put_key("T#a", 100, 1_000_000).unwrap());
+        assert!(f.put_key("T#b", 200, 1_001_000).unwrap());
+        assert!(f.put_key("T#a", 300, 1_002_000).unwrap());
         let mut out = Vec::new();
         f.select("T#a", 10, 0, i64::MAX, &mut out);
         assert_eq!(out, vec![300, 100], "newest first");
         out.clear();
         f.select("T#a", 10, 1_001_500, i64::MAX, &mut out);
         assert_eq!(out, vec![300], "time range");
-        assert!(f.put_key("T#c", 400, 1_003_000));
-        assert!(f.put_key("T#d", 500, 1_004_000));
+        assert!(f.put_key("T#c", 400, 1_003_000).unwrap());
+        assert!(f.put_key("T#d", 500, 1_004_000).unwrap());
         assert!(
-            !f.put_key("T#e", 600, 1_005_000),
+            !f.put_key("T#e", 600, 1_005_000).unwrap(),
             "entries 1..5 of 6 used: full"
         );
         let h = f.header();

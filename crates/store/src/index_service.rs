@@ -38,6 +38,8 @@ pub struct IndexService {
     files: RwLock<Vec<Arc<IndexFile>>>,
     progress: AtomicI64,
     last_timestamp: AtomicI64,
+    /// A failing step (a full disk) is retried every 10 ms but logged once a minute.
+    fail_log: crate::ratelimit::LogEvery,
 }
 
 impl std::fmt::Debug for IndexService {
@@ -65,6 +67,7 @@ impl IndexService {
             files: RwLock::new(Vec::new()),
             progress: AtomicI64::new(0),
             last_timestamp: AtomicI64::new(0),
+            fail_log: crate::ratelimit::LogEvery::minute(),
         }
     }
 
@@ -210,7 +213,7 @@ impl IndexService {
             all(),
             view.physical_offset,
             view.store_timestamp,
-        );
+        )?;
         let total = all().count();
         while done < total {
             file = current.insert(self.writable_file()?);
@@ -219,7 +222,7 @@ impl IndexService {
                 all().skip(done),
                 view.physical_offset,
                 view.store_timestamp,
-            );
+            )?;
             if added == 0 {
                 return Err(StoreError::corrupt(
                     file.path().display().to_string(),
@@ -287,7 +290,8 @@ impl IndexService {
         let busy = match self.index_pending(commit_log) {
             Ok(progress) => progress,
             Err(e) => {
-                tracing::error!(error = %e, "indexing failed; retrying");
+                self.fail_log
+                    .log(|| tracing::error!(error = %e, "indexing failed; retrying"));
                 false
             }
         };
@@ -296,7 +300,10 @@ impl IndexService {
             let ts = self.last_timestamp();
             match self.flush() {
                 Ok(()) => flush.index_flushed(ts),
-                Err(e) => tracing::error!(error = %e, "index flush failed"),
+                Err(e) => {
+                    self.fail_log
+                        .log(|| tracing::error!(error = %e, "index flush failed"));
+                }
             }
         }
         if busy {

@@ -38,6 +38,14 @@ pub trait Region: Send + Sync {
         let _ = (offset, len);
         Ok(())
     }
+    /// Gives `[offset, offset+len)` disk blocks without writing them, so that writes through
+    /// the mapping there cannot fail for want of space: a store to a page of a sparse file
+    /// that the full file system cannot back is a SIGBUS, not an error. Fails with
+    /// `StorageFull` (ENOSPC) when the space is not there. Changes no byte.
+    fn reserve(&self, offset: usize, len: usize) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
 }
 
 /// The lock that keeps a second process off a store directory while held.
@@ -138,6 +146,38 @@ impl Region for FsRegion {
         Ok(())
     }
 
+    fn reserve(&self, offset: usize, len: usize) -> io::Result<()> {
+        let end = (offset + len).min(self.len());
+        if offset >= end {
+            return Ok(());
+        }
+        // Mode 0 allocates (unwritten extents on ext4/xfs, pages on tmpfs) and keeps the
+        // bytes; ranges already allocated cost nothing.
+        // SAFETY: fallocate on an owned descriptor with an in-range span.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                0,
+                offset as libc::off_t,
+                (end - offset) as libc::off_t,
+            )
+        };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        match err.raw_os_error() {
+            // A file system without fallocate cannot promise space ahead: writes there
+            // behave as in any mmap-based store (RocketMQ's included).
+            Some(libc::EOPNOTSUPP) => {
+                warn_no_fallocate();
+                Ok(())
+            }
+            Some(libc::EINTR) => self.reserve(offset, len),
+            _ => Err(err),
+        }
+    }
+
     fn discard(&self, offset: usize, len: usize) -> io::Result<()> {
         let end = (offset + len).min(self.len());
         if offset >= end {
@@ -152,6 +192,8 @@ impl Region for FsRegion {
             std::ptr::write_bytes(self.as_ptr().add(from), 0, to - from)
         };
         if first_page < last_page {
+            // Callers re-reserve what they write again (MappedFile forgets reservations at
+            // and above a discarded offset).
             zero(offset, first_page);
             zero(last_page, end);
             // Punch a hole: the pages read back as zeroes and stop using disk space.
@@ -174,6 +216,22 @@ impl Region for FsRegion {
     }
 }
 
+fn warn_no_fallocate() {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "the store's file system does not support fallocate: disk space cannot be \
+             reserved ahead of writes, and a full disk may stop the process"
+        )
+    });
+}
+
+/// Whether an I/O error means the disk (or a quota) is full.
+pub fn is_no_space(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+        || e.kind() == io::ErrorKind::StorageFull
+}
+
 impl Storage for FsStorage {
     fn map(&self, path: &Path, size: usize, create: bool) -> io::Result<Box<dyn Region>> {
         let file = OpenOptions::new()
@@ -183,13 +241,9 @@ impl Storage for FsStorage {
             .truncate(false)
             .open(path)?;
         if file.metadata()?.len() < size as u64 {
-            // Reserve the blocks now: writing into a sparse mapping makes every first touch of
-            // a page allocate (under the journal), which stalls writers behind the flusher.
-            // SAFETY: fallocate on an owned descriptor; failure (e.g. unsupported) is harmless.
-            let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, size as libc::off_t) };
-            if rc != 0 {
-                file.set_len(size as u64)?;
-            }
+            // Sparse: the blocks are given by `Region::reserve`, where and when the owner
+            // needs them (the whole active CommitLog file, a window of a queue file).
+            file.set_len(size as u64)?;
         }
         let map = MmapRaw::map_raw(&file)?;
         Ok(Box::new(FsRegion { map, file }))
@@ -246,10 +300,14 @@ impl Storage for FsStorage {
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
-        {
-            let mut f = File::create(&tmp)?;
+        let written = File::create(&tmp).and_then(|mut f| {
             f.write_all(data)?;
-            f.sync_all()?;
+            f.sync_all()
+        });
+        if let Err(e) = written {
+            // On a full disk the old file stays whole; the partial copy must not take space.
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
         }
         std::fs::rename(&tmp, path)?;
         if let Some(dir) = path.parent() {

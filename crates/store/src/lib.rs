@@ -24,6 +24,7 @@ pub mod message_store;
 mod padded;
 mod prefault;
 pub mod queue_table;
+pub mod ratelimit;
 pub mod reader;
 mod recovery;
 pub mod schedule;

@@ -5,7 +5,10 @@
 //!   number of readers may hold slices of them while the single writer appends above;
 //! - only [`crate::mapped_file_queue::QueueWriter`] writes, and it holds the queue's write lock,
 //!   so there is never more than one writer of a file;
-//! - `flushed <= wrote <= size`.
+//! - `flushed <= wrote <= size`;
+//! - every byte the writer stores lies below `reserved` (it has disk blocks): a store through
+//!   the mapping into a page the file system cannot back kills the process with SIGBUS, so
+//!   space is reserved first, where running out is an error ([`MappedFile::reserve_to`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,12 +31,24 @@ pub fn parse_file_name(name: &str) -> Option<u64> {
         .flatten()
 }
 
+const PAGE: usize = 4096;
+/// Largest reservation step of a consume-queue file: thousands of them exist, and each
+/// should hold little more disk than its units.
+pub const QUEUE_RESERVE_STEP: usize = 1 << 20;
+/// Largest reservation step of a CommitLog file (the prefault window: the prefault thread
+/// reserves ahead of the writer, so appends rarely reserve themselves).
+pub const COMMIT_LOG_RESERVE_STEP: usize = crate::prefault::WINDOW;
+
 /// A memory-mapped store file.
 pub struct MappedFile {
     path: PathBuf,
     from_offset: u64,
     size: usize,
     region: Box<dyn Region>,
+    /// Largest step of the doubling reservation window (see [`MappedFile::reserve_to`]).
+    reserve_step: usize,
+    /// End of the range with disk blocks; only moves up (except when a tail is discarded).
+    reserved: AtomicUsize,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
     /// Bytes handed to the kernel for write-back (durable only once `flushed` passes them).
@@ -52,23 +67,31 @@ impl std::fmt::Debug for MappedFile {
 }
 
 impl MappedFile {
-    /// Creates (or reuses, zero-extended) `dir/<20-digit from_offset>` of `size` bytes.
+    /// Creates (or reuses, zero-extended) `dir/<20-digit from_offset>` of `size` bytes,
+    /// sparse: blocks come from [`MappedFile::reserve_to`], in steps of at most `reserve_step`.
     pub fn create(
         storage: &dyn Storage,
         dir: &Path,
         from_offset: u64,
         size: usize,
+        reserve_step: usize,
     ) -> Result<Self> {
         storage
             .create_dir_all(dir)
             .map_err(|e| StoreError::io(dir, e))?;
         let path = dir.join(file_name(from_offset));
-        Self::map(storage, path, from_offset, size, true)
+        Self::map(storage, path, from_offset, size, true, reserve_step)
     }
 
     /// Maps an existing file; a file shorter than `size` (cut short by a crash or a copy) is
     /// extended with zeroes, which readers see as unwritten space. A longer one is refused.
-    pub fn open(storage: &dyn Storage, path: &Path, size: usize) -> Result<Self> {
+    /// Its blocks are reserved as the writer reaches them (recovery reads only).
+    pub fn open(
+        storage: &dyn Storage,
+        path: &Path,
+        size: usize,
+        reserve_step: usize,
+    ) -> Result<Self> {
         let name = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -76,7 +99,14 @@ impl MappedFile {
         let from_offset = parse_file_name(name).ok_or_else(|| {
             StoreError::corrupt(path.display().to_string(), "not a 20-digit store file name")
         })?;
-        Self::map(storage, path.to_path_buf(), from_offset, size, false)
+        Self::map(
+            storage,
+            path.to_path_buf(),
+            from_offset,
+            size,
+            false,
+            reserve_step,
+        )
     }
 
     fn map(
@@ -85,6 +115,7 @@ impl MappedFile {
         from_offset: u64,
         size: usize,
         create: bool,
+        reserve_step: usize,
     ) -> Result<Self> {
         let len = storage
             .file_len(&path)
@@ -115,6 +146,8 @@ impl MappedFile {
             from_offset,
             size,
             region,
+            reserve_step,
+            reserved: AtomicUsize::new(0),
             wrote: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
             written_back: AtomicUsize::new(0),
@@ -207,6 +240,30 @@ impl MappedFile {
         std::slice::from_raw_parts_mut(self.region.as_ptr().add(pos), len)
     }
 
+    /// End of the range with disk blocks.
+    pub fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Gives `[.., end)` disk blocks, so the writer may store there: at least a page more
+    /// than last time and up to twice as much, at most `reserve_step`, so a file's footprint
+    /// stays within a step of its data. Cheap when already done; on a full disk an error
+    /// (ENOSPC), never a signal. Called by the writer and the prefault thread.
+    pub(crate) fn reserve_to(&self, end: usize) -> Result<()> {
+        let reserved = self.reserved();
+        if end <= reserved {
+            return Ok(());
+        }
+        let step = reserved.clamp(PAGE, self.reserve_step.max(PAGE));
+        let target = (end.max(reserved + step).div_ceil(PAGE) * PAGE).min(self.size);
+        let from = reserved / PAGE * PAGE;
+        self.region
+            .reserve(from, target - from)
+            .map_err(|e| StoreError::io(&self.path, e))?;
+        self.reserved.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
     /// Makes bytes below `wrote` visible to readers.
     pub(crate) fn publish(&self, wrote: usize) {
         debug_assert!(wrote <= self.size);
@@ -226,6 +283,8 @@ impl MappedFile {
     /// `pos` must be the write position (nothing at or above it is visible to readers).
     pub(crate) fn discard_tail(&self, pos: usize) -> Result<()> {
         if pos < self.size {
+            // The discarded pages lose their blocks: the next write reserves them again.
+            self.reserved.fetch_min(pos, Ordering::AcqRel);
             self.region
                 .discard(pos, self.size - pos)
                 .map_err(|e| StoreError::io(&self.path, e))?;
@@ -259,6 +318,8 @@ impl MappedFile {
         let end = end.min(self.size);
         let from = self.prefaulted().max(self.wrote());
         if end > from {
+            // Blocks first: populating pages of a sparse file that the disk cannot back fails.
+            self.reserve_to(end)?;
             self.region
                 .prefault(from, end - from)
                 .map_err(|e| StoreError::io(&self.path, e))?;
@@ -327,17 +388,17 @@ mod tests {
         let path = dir.path().join(file_name(0));
         std::fs::write(&path, [1u8; 10]).unwrap();
         let fs = crate::io::FsStorage;
-        let f = MappedFile::open(&fs, &path, 4096).unwrap();
+        let f = MappedFile::open(&fs, &path, 4096, QUEUE_RESERVE_STEP).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
         drop(f);
-        assert!(MappedFile::open(&fs, &path, 1024).is_err());
+        assert!(MappedFile::open(&fs, &path, 1024, QUEUE_RESERVE_STEP).is_err());
     }
 
     #[test]
     fn discard_tail_zeroes_and_syncs() {
         let dir = tempfile::tempdir().unwrap();
         let fs = crate::io::FsStorage;
-        let f = MappedFile::create(&fs, dir.path(), 0, 3 * 4096 + 100).unwrap();
+        let f = MappedFile::create(&fs, dir.path(), 0, 3 * 4096 + 100, PAGE).unwrap();
         // SAFETY: test-only sole writer.
         unsafe { f.region_mut(0, f.size()).fill(7) };
         f.reset_positions(10);
@@ -346,5 +407,30 @@ mod tests {
         let all = f.read(0, f.size()).unwrap();
         assert!(all[..10].iter().all(|b| *b == 7));
         assert!(all[10..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn reservation_doubles_up_to_its_step_and_fails_cleanly() {
+        use crate::sim::SimStorage;
+        let sim = SimStorage::new();
+        let dir = Path::new("/s/q");
+        let f = MappedFile::create(&sim, dir, 0, 1 << 22, 1 << 14).unwrap();
+        assert_eq!((f.reserved(), sim.used_bytes()), (0, 0), "created sparse");
+        f.reserve_to(20).unwrap();
+        assert_eq!(f.reserved(), 4096);
+        f.reserve_to(4097).unwrap();
+        assert_eq!(f.reserved(), 8192);
+        f.reserve_to(8193).unwrap();
+        assert_eq!(f.reserved(), 16384);
+        f.reserve_to(16385).unwrap();
+        assert_eq!(f.reserved(), 32768);
+        f.reserve_to(32769).unwrap();
+        assert_eq!(f.reserved(), 49152, "steps stop doubling at reserve_step");
+        assert_eq!(sim.used_bytes(), 49152);
+
+        sim.set_foreign_usage(60_000, 0);
+        let err = f.reserve_to(49153).unwrap_err();
+        assert!(err.is_no_space(), "{err}");
+        assert_eq!(f.reserved(), 49152, "a failed reservation reserves nothing");
     }
 }

@@ -9,6 +9,7 @@
 //! equal to the list's last file, or clears it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
@@ -26,12 +27,20 @@ pub struct MappedFileQueue {
     storage: Arc<dyn Storage>,
     dir: PathBuf,
     file_size: usize,
+    /// Largest reservation step of its files (see [`MappedFile::reserve_to`]).
+    reserve_step: usize,
     files: RwLock<Vec<Arc<MappedFile>>>,
     /// The write lock, holding the tail (`None` = not looked up yet).
     write_lock: Padded<Mutex<Option<Arc<MappedFile>>>>,
-    /// When set, the file after the current one is created and mapped by a background thread
-    /// so that rolling to it costs the writer nothing (CommitLog files are 1 GiB).
-    spare: Option<Spare>,
+    /// The file after the tail, created ahead of the roll: by a background thread once the
+    /// writer is half-way through the tail (with preallocation: rolling a 1 GiB CommitLog file
+    /// then costs the writer nothing, and a store holding little data has one file), or by
+    /// the writer itself before an append that must not fail half-way ([`QueueWriter::reserve`]).
+    spare: Spare,
+    /// Offset of the file the background thread was last asked to prepare.
+    spare_requested: AtomicU64,
+    /// Whether next files are prepared in the background.
+    preallocate: bool,
     /// When set, pages ahead of the write position are made resident in the background.
     prefaulter: Option<crate::prefault::Prefaulter>,
 }
@@ -45,22 +54,31 @@ impl std::fmt::Debug for MappedFileQueue {
 }
 
 impl MappedFileQueue {
-    /// A queue over `dir` (not yet loaded).
-    pub fn new(storage: Arc<dyn Storage>, dir: impl Into<PathBuf>, file_size: usize) -> Self {
+    /// A queue over `dir` (not yet loaded) whose files get their disk blocks in steps of at
+    /// most `reserve_step`.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        dir: impl Into<PathBuf>,
+        file_size: usize,
+        reserve_step: usize,
+    ) -> Self {
         MappedFileQueue {
             storage,
             dir: dir.into(),
             file_size,
+            reserve_step,
             files: RwLock::new(Vec::new()),
             write_lock: Padded(Mutex::new(None)),
-            spare: None,
+            spare: Arc::default(),
+            spare_requested: AtomicU64::new(u64::MAX),
+            preallocate: false,
             prefaulter: None,
         }
     }
 
     /// Prepares each next file, and the pages ahead of the writer, in the background.
     pub fn with_preallocation(mut self) -> Self {
-        self.spare = Some(Arc::default());
+        self.preallocate = true;
         self.prefaulter = crate::prefault::Prefaulter::start();
         self
     }
@@ -117,7 +135,12 @@ impl MappedFileQueue {
                     ),
                 ));
             }
-            let file = MappedFile::open(self.storage.as_ref(), path, self.file_size)?;
+            let file = MappedFile::open(
+                self.storage.as_ref(),
+                path,
+                self.file_size,
+                self.reserve_step,
+            )?;
             // Until recovery says otherwise, every loaded file counts as fully written.
             file.reset_positions(self.file_size);
             files.push(Arc::new(file));
@@ -214,6 +237,34 @@ impl MappedFileQueue {
         }
     }
 
+    /// Creates and maps the file at `offset` on a background thread, into the spare slot.
+    fn prepare_in_background(&self, offset: u64) {
+        let (spare, storage, dir, size, step) = (
+            self.spare.clone(),
+            self.storage.clone(),
+            self.dir.clone(),
+            self.file_size,
+            self.reserve_step,
+        );
+        let spawned = std::thread::Builder::new()
+            .name("rocketpy-allocate".into())
+            .spawn(move || {
+                // Held while creating: a writer that rolls meanwhile waits for this file
+                // instead of creating (or, on failure, seeing removed) the same one.
+                let mut slot = spare.lock();
+                if slot.as_ref().is_some_and(|(at, _)| *at == offset) {
+                    return;
+                }
+                match MappedFile::create(storage.as_ref(), &dir, offset, size, step) {
+                    Ok(f) => *slot = Some((offset, Arc::new(f))),
+                    Err(e) => tracing::warn!(error = %e, "preparing the next file failed; it will be created on demand"),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the file allocation thread");
+        }
+    }
+
     /// Removes the files ending at or before `offset`, keeping at least the last file.
     /// Returns how many were deleted.
     pub fn delete_files_before(&self, offset: u64) -> Result<usize> {
@@ -263,8 +314,9 @@ impl QueueWriter<'_> {
     }
 
     /// Writes `len` bytes produced by `fill` at the tail's write position and publishes
-    /// them. The tail must exist and have `len` bytes free ([`QueueWriter::roll`]).
-    pub fn append_tail(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) {
+    /// them. The tail must exist and have `len` bytes free ([`QueueWriter::roll`]). Fails
+    /// (writing nothing) only when the bytes' disk space cannot be reserved.
+    pub fn append_tail(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<()> {
         let file = self.tail.as_ref().expect("append_tail without a tail");
         let pos = file.wrote();
         assert!(
@@ -272,23 +324,72 @@ impl QueueWriter<'_> {
             "append past the end of {}",
             file.path().display()
         );
+        file.reserve_to(pos + len)?;
         // SAFETY: we hold the write lock (`self.tail`), so we are the only writer; pos is the
         // write position and the assert above keeps the range inside the file.
         let region = unsafe { file.region_mut(pos, len) };
         fill(region);
         file.publish(pos + len);
-        if let Some(p) = &self.queue.prefaulter {
-            p.hint(file);
+        if self.queue.preallocate {
+            if let Some(p) = &self.queue.prefaulter {
+                p.hint(file);
+            }
+            if pos + len >= file.size() / 2 {
+                let next = file.from_offset() + file.size() as u64;
+                if self.queue.spare_requested.swap(next, Ordering::Relaxed) != next {
+                    self.queue.prepare_in_background(next);
+                }
+            }
         }
+        Ok(())
+    }
+
+    /// Reserves disk space for global bytes `[start, end)`, which the coming appends will
+    /// write: the tail's share, and the next file's (created now, held as the spare) when the
+    /// range crosses the tail's end. The first file is created at `start` if there is none.
+    /// After this, appends into the range cannot fail for want of space.
+    pub fn reserve(&mut self, start: u64, end: u64) -> Result<()> {
+        let size = self.queue.file_size as u64;
+        let tail = match self.tail() {
+            Some(tail) => tail.clone(),
+            None => self.roll(start)?.clone(),
+        };
+        let tail_end = tail.from_offset() + size;
+        if start < tail_end && end > tail.from_offset() {
+            let from = start.max(tail.from_offset()) - tail.from_offset();
+            let to = end.min(tail_end) - tail.from_offset();
+            tail.reserve_to(to.max(from) as usize)?;
+        }
+        if end > tail_end && start < tail_end + size {
+            let next = self.prepare(tail_end)?;
+            next.reserve_to((end.min(tail_end + size) - tail_end) as usize)?;
+        }
+        Ok(())
+    }
+
+    /// The spare file at `offset`, created now unless the background thread has it ready.
+    fn prepare(&mut self, offset: u64) -> Result<Arc<MappedFile>> {
+        let q = self.queue;
+        let mut spare = q.spare.lock();
+        if let Some((at, file)) = spare.as_ref() {
+            if *at == offset {
+                return Ok(file.clone());
+            }
+        }
+        let file = Arc::new(MappedFile::create(
+            q.storage.as_ref(),
+            &q.dir,
+            offset,
+            q.file_size,
+            q.reserve_step,
+        )?);
+        *spare = Some((offset, file.clone()));
+        Ok(file)
     }
 
     fn create(&mut self, offset: u64) -> Result<Arc<MappedFile>> {
         let q = self.queue;
-        let ready = q
-            .spare
-            .as_ref()
-            .and_then(|spare| spare.lock().take())
-            .filter(|(at, _)| *at == offset);
+        let ready = q.spare.lock().take().filter(|(at, _)| *at == offset);
         let file = match ready {
             Some((_, file)) => file,
             None => Arc::new(MappedFile::create(
@@ -296,23 +397,10 @@ impl QueueWriter<'_> {
                 &q.dir,
                 offset,
                 q.file_size,
+                q.reserve_step,
             )?),
         };
         q.files.write().push(file.clone());
-        if let Some(spare) = &q.spare {
-            let (spare, storage, dir, size) =
-                (spare.clone(), q.storage.clone(), q.dir.clone(), q.file_size);
-            let next = offset + size as u64;
-            let spawned = std::thread::Builder::new()
-                .name("rocketpy-allocate".into())
-                .spawn(move || match MappedFile::create(storage.as_ref(), &dir, next, size) {
-                    Ok(f) => *spare.lock() = Some((next, Arc::new(f))),
-                    Err(e) => tracing::warn!(error = %e, "preparing the next file failed; it will be created on demand"),
-                });
-            if let Err(e) = spawned {
-                tracing::warn!(error = %e, "cannot start the file allocation thread");
-            }
-        }
         Ok(file)
     }
 
@@ -320,6 +408,10 @@ impl QueueWriter<'_> {
     /// file and deletes later files.
     pub fn truncate_to(&mut self, offset: u64) -> Result<()> {
         *self.tail = None;
+        *self.queue.spare.lock() = None;
+        self.queue
+            .spare_requested
+            .store(u64::MAX, Ordering::Relaxed);
         let mut files = self.queue.files.write();
         while let Some(last) = files.last() {
             if last.from_offset() > offset {

@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use rocketpy_protocol::topic::{validate_topic, SCHEDULE_TOPIC};
 use rustc_hash::FxHashMap;
 
-use crate::commit_log::DispatchRequest;
+use crate::commit_log::{DispatchRequest, QueueUnits};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
 use crate::delay;
 use crate::error::{Result, StoreError};
@@ -180,25 +180,41 @@ impl ConsumeQueueTable {
         } else {
             req.tags_code
         };
+        self.with_put_queue(req.topic, req.queue_id, |cq| {
+            cq.put(
+                req.consume_queue_offset,
+                CqUnit {
+                    commit_log_offset: req.commit_log_offset,
+                    size: req.msg_size,
+                    tags_code,
+                },
+            )
+        })
+    }
+
+    /// Reserves the disk space of units a put will add (before it appends anything), so the
+    /// dispatch of its records cannot fail for want of space.
+    pub fn reserve(&self, (topic, queue_id, first, count): &QueueUnits<'_>) -> Result<()> {
+        self.with_put_queue(topic, *queue_id, |cq| cq.reserve(*first, *count))
+    }
+
+    /// Runs `f` on the queue of `(topic, queue_id)`, created on first use, through the put
+    /// path's table (called under the CommitLog's put lock).
+    fn with_put_queue<T>(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        f: impl FnOnce(&ConsumeQueue) -> T,
+    ) -> T {
         let mut cache = self.put_queues.lock();
-        let cached = cache
-            .get(req.topic)
-            .is_some_and(|q| q.contains_key(&req.queue_id));
+        let cached = cache.get(topic).is_some_and(|q| q.contains_key(&queue_id));
         if !cached {
-            let cq = self.find_or_create(req.topic, req.queue_id);
+            let cq = self.find_or_create(topic, queue_id);
             cache
-                .entry(req.topic.to_owned())
+                .entry(topic.to_owned())
                 .or_default()
-                .insert(req.queue_id, cq);
+                .insert(queue_id, cq);
         }
-        let cq = &cache[req.topic][&req.queue_id];
-        cq.put(
-            req.consume_queue_offset,
-            CqUnit {
-                commit_log_offset: req.commit_log_offset,
-                size: req.msg_size,
-                tags_code,
-            },
-        )
+        f(&cache[topic][&queue_id])
     }
 }

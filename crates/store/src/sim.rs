@@ -4,6 +4,11 @@
 //!
 //! Directory operations (create, delete, rename) are durable at once: the store's files only
 //! change size by creation, so losing unsynced *content* is the failure that matters.
+//!
+//! Space is counted as a file system would: a mapped file uses only the pages reserved
+//! through [`Region::reserve`] (files are sparse), small files their length. A reservation
+//! beyond the disk's capacity fails with ENOSPC, and a synced page that was never reserved is
+//! recorded ([`SimStorage::unreserved_writes`]): on a real full disk that write is a SIGBUS.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -12,9 +17,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::io::{LockGuard, Region, Storage};
 
+const PAGE: usize = 4096;
+
 struct SimFile {
     mem: Box<[std::cell::UnsafeCell<u8>]>,
     durable: Mutex<Vec<u8>>,
+    /// Per 4 KiB page: whether it has disk blocks. `None` for small files written whole.
+    reserved: Mutex<Option<Vec<bool>>>,
 }
 
 // SAFETY: the memory image is written through raw pointers exactly as an mmap is; the store's
@@ -31,6 +40,25 @@ impl SimFile {
         SimFile {
             mem,
             durable: Mutex::new(durable),
+            reserved: Mutex::new(None),
+        }
+    }
+
+    fn mapped(durable: Vec<u8>, reserved: Vec<bool>) -> Self {
+        let f = SimFile::new(durable);
+        *f.reserved() = Some(reserved);
+        f
+    }
+
+    fn reserved(&self) -> MutexGuard<'_, Option<Vec<bool>>> {
+        self.reserved.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes of disk the file uses.
+    fn usage(&self) -> u64 {
+        match &*self.reserved() {
+            Some(pages) => pages.iter().filter(|r| **r).count() as u64 * PAGE as u64,
+            None => self.mem.len() as u64,
         }
     }
 
@@ -68,7 +96,47 @@ impl Region for SimRegion {
         let mut durable = self.0.durable();
         // SAFETY: synced bytes are below the write position and no longer change.
         let src = unsafe { std::slice::from_raw_parts(self.as_ptr().add(offset), end - offset) };
+        let mut unreserved = 0;
+        if let Some(pages) = &*self.0.reserved() {
+            let first = offset / PAGE;
+            for (page, reserved) in pages[first..end.div_ceil(PAGE)].iter().enumerate() {
+                let page = first + page;
+                let (a, b) = ((page * PAGE).max(offset), ((page + 1) * PAGE).min(end));
+                if !reserved && src[a - offset..b - offset] != durable[a..b] {
+                    unreserved += 1;
+                }
+            }
+        }
         durable[offset..end].copy_from_slice(src);
+        drop(durable);
+        if unreserved > 0 {
+            self.1
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .unreserved_writes += unreserved;
+        }
+        Ok(())
+    }
+
+    fn reserve(&self, offset: usize, len: usize) -> io::Result<()> {
+        let end = (offset + len).min(self.len());
+        if offset >= end {
+            return Ok(());
+        }
+        let mut state = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        // Before this file's page lock: counting usage takes every file's.
+        let available = state.available();
+        let mut reserved = self.0.reserved();
+        let Some(pages) = reserved.as_mut() else {
+            return Ok(());
+        };
+        let range = offset / PAGE..end.div_ceil(PAGE);
+        let new = pages[range.clone()].iter().filter(|r| !**r).count() as u64 * PAGE as u64;
+        if new > available {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        pages[range].iter_mut().for_each(|r| *r = true);
+        state.reserved_bytes += new;
         Ok(())
     }
 
@@ -77,6 +145,17 @@ impl Region for SimRegion {
         // SAFETY: the caller owns the range (at or above the write position).
         unsafe { std::ptr::write_bytes(self.as_ptr().add(offset), 0, end - offset) };
         self.0.durable()[offset..end].fill(0);
+        // Whole pages are punched out, as FsStorage does.
+        let mut freed = 0;
+        if let Some(pages) = self.0.reserved().as_mut() {
+            for page in &mut pages[offset.div_ceil(PAGE)..(end / PAGE).max(offset.div_ceil(PAGE))] {
+                if std::mem::take(page) {
+                    freed += PAGE as u64;
+                }
+            }
+        }
+        let mut state = self.1.lock().unwrap_or_else(|e| e.into_inner());
+        state.reserved_bytes -= freed;
         Ok(())
     }
 }
@@ -100,7 +179,39 @@ struct State {
     locks: BTreeSet<PathBuf>,
     disk_total: u64,
     disk_used_extra: u64,
+    /// Pages of mapped files with blocks.
+    reserved_bytes: u64,
+    /// Synced pages that were never reserved.
+    unreserved_writes: u64,
     sync_delay: std::time::Duration,
+}
+
+impl State {
+    fn used(&self) -> u64 {
+        let small: u64 = self
+            .files
+            .values()
+            .filter(|f| f.reserved().is_none())
+            .map(|f| f.mem.len() as u64)
+            .sum();
+        small + self.reserved_bytes + self.disk_used_extra
+    }
+
+    fn available(&self) -> u64 {
+        self.disk_total.saturating_sub(self.used())
+    }
+
+    fn insert(&mut self, path: &Path, file: Arc<SimFile>) {
+        if let Some(old) = self.files.insert(path.to_path_buf(), file) {
+            self.forget(&old);
+        }
+    }
+
+    fn forget(&mut self, file: &SimFile) {
+        if file.reserved().is_some() {
+            self.reserved_bytes -= file.usage();
+        }
+    }
 }
 
 /// The simulated disk.
@@ -208,15 +319,28 @@ impl SimStorage {
         if let Some(file) = state.files.get(path) {
             let mut data = file.durable().clone();
             data.truncate(len);
-            state
-                .files
-                .insert(path.to_path_buf(), Arc::new(SimFile::new(data)));
+            let mut pages = file.reserved().clone().unwrap_or_default();
+            pages.truncate(len.div_ceil(PAGE));
+            let kept = pages.iter().filter(|r| **r).count() as u64 * PAGE as u64;
+            state.insert(path, Arc::new(SimFile::mapped(data, pages)));
+            state.reserved_bytes += kept;
         }
     }
 
     /// Deletes a file (as `rm` would, between store lifetimes).
     pub fn remove_path(&self, path: &Path) {
-        self.state().files.remove(path);
+        let _ = self.remove(path);
+    }
+
+    /// How many synced pages were written without a reservation (each a SIGBUS on a real
+    /// full disk); the store keeps this at zero.
+    pub fn unreserved_writes(&self) -> u64 {
+        self.state().unreserved_writes
+    }
+
+    /// Bytes of disk in use, as `du` would count them.
+    pub fn used_bytes(&self) -> u64 {
+        self.state().used()
     }
 
     /// A file's durable content.
@@ -246,16 +370,27 @@ impl Storage for SimStorage {
     fn map(&self, path: &Path, size: usize, create: bool) -> io::Result<Box<dyn Region>> {
         let mut state = self.state();
         let file = match state.files.get(path) {
-            Some(f) if f.mem.len() >= size => f.clone(),
+            Some(f) if f.mem.len() >= size && f.reserved().is_some() => f.clone(),
             Some(f) => {
+                // Extended (sparse), or a small file mapped for the first time.
                 let mut data = f.durable().clone();
                 data.resize(size, 0);
-                let f = Arc::new(SimFile::new(data));
-                state.files.insert(path.to_path_buf(), f.clone());
+                let mut pages = f
+                    .reserved()
+                    .clone()
+                    .unwrap_or_else(|| vec![true; f.mem.len().div_ceil(PAGE)]);
+                pages.resize(size.div_ceil(PAGE), false);
+                let kept = pages.iter().filter(|r| **r).count() as u64 * PAGE as u64;
+                let f = Arc::new(SimFile::mapped(data, pages));
+                state.insert(path, f.clone());
+                state.reserved_bytes += kept;
                 f
             }
             None if create => {
-                let f = Arc::new(SimFile::new(vec![0; size]));
+                let f = Arc::new(SimFile::mapped(
+                    vec![0; size],
+                    vec![false; size.div_ceil(PAGE)],
+                ));
                 state.files.insert(path.to_path_buf(), f.clone());
                 f
             }
@@ -296,7 +431,10 @@ impl Storage for SimStorage {
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
-        self.state().files.remove(path);
+        let mut state = self.state();
+        if let Some(f) = state.files.remove(path) {
+            state.forget(&f);
+        }
         Ok(())
     }
 
@@ -310,9 +448,12 @@ impl Storage for SimStorage {
     }
 
     fn write_atomic(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        self.state()
-            .files
-            .insert(path.to_path_buf(), Arc::new(SimFile::new(data.to_vec())));
+        let mut state = self.state();
+        // The new copy is written beside the old one before the rename replaces it.
+        if data.len() as u64 > state.available() {
+            return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        state.insert(path, Arc::new(SimFile::new(data.to_vec())));
         Ok(())
     }
 
@@ -329,12 +470,6 @@ impl Storage for SimStorage {
 
     fn disk_space(&self, _path: &Path) -> io::Result<(u64, u64)> {
         let state = self.state();
-        let used: u64 = state
-            .files
-            .values()
-            .map(|f| f.mem.len() as u64)
-            .sum::<u64>()
-            + state.disk_used_extra;
-        Ok((state.disk_total, state.disk_total.saturating_sub(used)))
+        Ok((state.disk_total, state.available()))
     }
 }

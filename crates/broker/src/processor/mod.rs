@@ -172,9 +172,10 @@ pub(crate) fn store_error(e: StoreError) -> ProcessError {
             response::SERVICE_NOT_AVAILABLE,
             "service not available now: the store is shut down",
         ),
-        StoreError::DiskFull { .. } => ProcessError::new(
+        // RocketMQ's wording ("maybe disk full"): clients and operators grep for it.
+        e if e.is_no_space() => ProcessError::new(
             response::SERVICE_NOT_AVAILABLE,
-            format!("service not available now: {e}"),
+            format!("service not available now, maybe disk full: {e}"),
         ),
         other => system_error(other),
     }

@@ -3,6 +3,7 @@
 
 mod common;
 mod delay;
+mod disk_full;
 mod group_commit;
 mod index;
 mod offline_reader;

@@ -78,6 +78,7 @@ fn torn_tail_at_every_length() {
             numbers.len()
         );
         store.shutdown().unwrap();
+        assert_eq!(sim.unreserved_writes(), 0, "a write without disk blocks");
     }
 }
 
@@ -88,6 +89,7 @@ fn random_page_loss() {
         let store = open_sim(&sim, &c);
         check(&store, 80);
         store.shutdown().unwrap();
+        assert_eq!(sim.unreserved_writes(), 0, "a write without disk blocks");
     }
 }
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import resource
 import signal
 import sys
 import threading
@@ -48,6 +50,16 @@ def _overrides(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _raise_open_file_limit() -> None:
+    """Lets a broker use as many descriptors as the hard limit allows (RocketMQ's start
+    scripts run ``ulimit -n``): each client connection takes one, and the store maps a file per
+    consume queue."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def cmd_namesrv(args: argparse.Namespace) -> None:
     stop = _stop_signal()
     server = NameServer.start(args.host, args.port)
@@ -74,6 +86,7 @@ def cmd_broker(args: argparse.Namespace) -> None:
             _say(f"# {doc}\n{key}={value}")
         return
     stop = _stop_signal()
+    _raise_open_file_limit()
     broker = Broker.start(text, overrides)
     _say(
         f"rocketpy broker listening on {broker.address} as {broker.broker_addr} (store: {broker.store_path})"
@@ -85,6 +98,7 @@ def cmd_broker(args: argparse.Namespace) -> None:
 
 def cmd_dev(args: argparse.Namespace) -> None:
     stop = _stop_signal()
+    _raise_open_file_limit()
     dev = DevServer(
         host=args.host,
         namesrv_port=args.namesrv_port,

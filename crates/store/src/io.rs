@@ -87,9 +87,18 @@ impl FsStorage {
     }
 }
 
+/// A mapped file. The descriptor is not kept: a broker has a consume-queue file per queue
+/// (40,000 for 10,000 topics), far more than a process may hold open; the rare calls that
+/// need one (reserving, punching, starting write-back) open the path for the call.
 struct FsRegion {
     map: MmapRaw,
-    file: File,
+    path: PathBuf,
+}
+
+impl FsRegion {
+    fn file(&self) -> io::Result<File> {
+        OpenOptions::new().read(true).write(true).open(&self.path)
+    }
 }
 
 impl Region for FsRegion {
@@ -131,10 +140,11 @@ impl Region for FsRegion {
     }
 
     fn start_writeback(&self, offset: usize, len: usize) -> io::Result<()> {
+        let file = self.file()?;
         // SAFETY: sync_file_range on an owned descriptor with an in-range span.
         let rc = unsafe {
             libc::sync_file_range(
-                self.file.as_raw_fd(),
+                file.as_raw_fd(),
                 offset as libc::off64_t,
                 len as libc::off64_t,
                 libc::SYNC_FILE_RANGE_WRITE,
@@ -151,12 +161,13 @@ impl Region for FsRegion {
         if offset >= end {
             return Ok(());
         }
+        let file = self.file()?;
         // Mode 0 allocates (unwritten extents on ext4/xfs, pages on tmpfs) and keeps the
         // bytes; ranges already allocated cost nothing.
         // SAFETY: fallocate on an owned descriptor with an in-range span.
         let rc = unsafe {
             libc::fallocate(
-                self.file.as_raw_fd(),
+                file.as_raw_fd(),
                 0,
                 offset as libc::off_t,
                 (end - offset) as libc::off_t,
@@ -198,14 +209,14 @@ impl Region for FsRegion {
             zero(last_page, end);
             // Punch a hole: the pages read back as zeroes and stop using disk space.
             // SAFETY: fallocate on an owned descriptor with an in-range span.
-            let rc = unsafe {
+            let rc = self.file().map_or(-1, |file| unsafe {
                 libc::fallocate(
-                    self.file.as_raw_fd(),
+                    file.as_raw_fd(),
                     libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
                     first_page as libc::off_t,
                     (last_page - first_page) as libc::off_t,
                 )
-            };
+            });
             if rc != 0 {
                 zero(first_page, last_page);
             }
@@ -246,7 +257,10 @@ impl Storage for FsStorage {
             file.set_len(size as u64)?;
         }
         let map = MmapRaw::map_raw(&file)?;
-        Ok(Box::new(FsRegion { map, file }))
+        Ok(Box::new(FsRegion {
+            map,
+            path: path.to_path_buf(),
+        }))
     }
 
     fn file_len(&self, path: &Path) -> io::Result<Option<u64>> {

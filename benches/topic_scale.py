@@ -112,6 +112,7 @@ def main() -> None:
                     if time.monotonic() > deadline:
                         raise SystemExit("routes never arrived")
                     time.sleep(0.1)
+                time.sleep(float(os.environ.get("SCALE_SETTLE_S", "0")))
                 firsts: list[float] = []
                 seconds: list[float] = []
                 fresh = [f"Scale{i}" for i in range(max(0, created - 100), created)]

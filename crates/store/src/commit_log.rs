@@ -204,26 +204,34 @@ impl CommitLog {
             let need = total + record::END_FILE_MIN_BLANK_LENGTH;
             writer.reserve(start, start + need as u64)?;
         }
-        let mut units: Vec<QueueUnits<'_>> = Vec::new();
-        for msg in msgs {
-            if !consumable(msg.effective_sys_flag()) {
-                continue;
+        if let [msg] = msgs {
+            // The common case, without the list below.
+            if consumable(msg.effective_sys_flag()) {
+                let next = state.next_queue_offset(&msg.topic, msg.queue_id);
+                reserve(&(&msg.topic, msg.queue_id, next, 1))?;
             }
-            match units
-                .iter_mut()
-                .find(|u| u.1 == msg.queue_id && u.0 == msg.topic)
-            {
-                Some(u) => u.3 += 1,
-                None => units.push((
-                    &msg.topic,
-                    msg.queue_id,
-                    state.next_queue_offset(&msg.topic, msg.queue_id),
-                    1,
-                )),
+        } else {
+            let mut units: Vec<QueueUnits<'_>> = Vec::new();
+            for msg in msgs {
+                if !consumable(msg.effective_sys_flag()) {
+                    continue;
+                }
+                match units
+                    .iter_mut()
+                    .find(|u| u.1 == msg.queue_id && u.0 == msg.topic)
+                {
+                    Some(u) => u.3 += 1,
+                    None => units.push((
+                        &msg.topic,
+                        msg.queue_id,
+                        state.next_queue_offset(&msg.topic, msg.queue_id),
+                        1,
+                    )),
+                }
             }
-        }
-        for u in &units {
-            reserve(u)?;
+            for u in &units {
+                reserve(u)?;
+            }
         }
         // One store time for the whole batch, as RocketMQ stamps a batch. It never goes
         // backwards within a process, so lookups by time can binary-search the log even if
@@ -344,13 +352,7 @@ impl CommitLog {
 
     /// The next queue offset of a queue.
     pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
-        let state = self.lock_state();
-        state
-            .queue_offsets
-            .get(topic)
-            .and_then(|q| q.get(&queue_id))
-            .copied()
-            .unwrap_or(0)
+        self.lock_state().next_queue_offset(topic, queue_id)
     }
 
     /// Validates records from file `start_index` on, calls `on_record` for each, skips damaged

@@ -290,6 +290,19 @@ impl ConsumeQueue {
         writer.reserve(start, end)
     }
 
+    /// Makes the queue ready for unit `index` ahead of it, off the put path: its file created,
+    /// the unit's page reserved and made resident and writable. The first write to a page of
+    /// a shared file mapping is a page fault that, on ext4, waits for a journal handle — behind
+    /// whatever commit the flush threads started, milliseconds — so it is taken here.
+    pub fn prepare(&self, index: i64) -> Result<()> {
+        self.reserve(index, 1)?;
+        let tail = self.files.writer().tail().cloned();
+        if let Some(file) = tail {
+            file.prefault_to(file.reserved())?;
+        }
+        Ok(())
+    }
+
     /// Writes `unit` at queue offset `index`. Idempotent: a unit already present is kept; a
     /// gap before `index` (lost units) is filled with blanks so numbering stays exact.
     /// Callers serialise calls (the CommitLog's lock or recovery).

@@ -93,6 +93,8 @@ pub struct MessageStore {
     listener: OnceLock<Arc<dyn MessageArrivingListener>>,
     shut_down: AtomicBool,
     workers: Workers,
+    /// Topics whose queues the prepare thread creates ahead ([`MessageStore::prepare_queues_later`]).
+    to_prepare: parking_lot::Mutex<std::collections::VecDeque<(String, i32)>>,
     lock: Mutex<Option<StoreLock>>,
     was_abnormal: bool,
 }
@@ -185,6 +187,7 @@ impl MessageStore {
             listener: OnceLock::new(),
             shut_down: AtomicBool::new(false),
             workers: Workers::default(),
+            to_prepare: Default::default(),
             lock: Mutex::new(Some(lock)),
             root,
             storage: storage.clone(),
@@ -223,6 +226,21 @@ impl MessageStore {
             .spawn("rocketpy-store-schedule", false, move || {
                 let store = weak.upgrade()?;
                 Some(store.schedule_step(&mut next_delay_persist))
+            })?;
+        let weak: Weak<MessageStore> = Arc::downgrade(self);
+        self.workers
+            .spawn("rocketpy-store-prepare", true, move || {
+                let store = weak.upgrade()?;
+                let next = store.to_prepare.lock().pop_front();
+                Some(match next {
+                    Some((topic, queues)) => {
+                        if let Err(e) = store.prepare_queues(&topic, queues) {
+                            tracing::debug!(topic, error = %e, "consume queues not prepared ahead");
+                        }
+                        Duration::ZERO
+                    }
+                    None => Duration::from_millis(20),
+                })
             })?;
         let clean = self.clean.clone();
         let mut next_clean = Instant::now() + Duration::from_secs(1);
@@ -326,6 +344,38 @@ impl MessageStore {
             }
         }
         Ok(Appended { results, flush })
+    }
+
+    /// Creates the consume-queue files of `topic`'s queues `0..queues` that do not exist yet,
+    /// so that its first messages do not wait for directory and file creation under the put
+    /// lock (on ext4 those wait for the journal behind the flush threads: milliseconds). For a
+    /// topic just created; blocking file-system work, off the request path.
+    pub fn prepare_queues(&self, topic: &str, queues: i32) -> Result<()> {
+        validate_topic(topic)?;
+        for queue_id in 0..queues.max(0) {
+            if self
+                .find_consume_queue(topic, queue_id)
+                .is_some_and(|cq| !cq.files().is_empty())
+            {
+                continue;
+            }
+            let next = self.commit_log.next_queue_offset(topic, queue_id);
+            self.queues
+                .prepare(topic, queue_id, next)
+                .map_err(|e| self.clean.on_write_error(e))?;
+        }
+        Ok(())
+    }
+
+    /// [`MessageStore::prepare_queues`] on the store's prepare thread, one topic at a time (a
+    /// burst of topic creations must not become a burst of concurrent file creations). Best
+    /// effort: a put to a queue not prepared yet creates its file itself.
+    pub fn prepare_queues_later(&self, topic: &str, queues: i32) {
+        const MAX_PENDING: usize = 100_000;
+        let mut pending = self.to_prepare.lock();
+        if pending.len() < MAX_PENDING {
+            pending.push_back((topic.to_owned(), queues));
+        }
     }
 
     /// Stores messages and, under SYNC_FLUSH, waits until they are on disk (at most

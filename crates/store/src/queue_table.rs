@@ -198,6 +198,15 @@ impl ConsumeQueueTable {
         self.with_put_queue(topic, *queue_id, |cq| cq.reserve(*first, *count))
     }
 
+    /// Creates the queue's first file (its first page reserved and resident) ahead of its
+    /// first unit, which will be number `next` (see [`crate::MessageStore::prepare_queues`]).
+    pub fn prepare(&self, topic: &str, queue_id: i32, next: i64) -> Result<()> {
+        // A put racing with this finds the file made, or makes it first: either way the
+        // reservation is then a no-op for units already written, and prefaulting changes no
+        // byte.
+        self.find_or_create(topic, queue_id).prepare(next)
+    }
+
     /// Runs `f` on the queue of `(topic, queue_id)`, created on first use, through the put
     /// path's table (called under the CommitLog's put lock).
     fn with_put_queue<T>(

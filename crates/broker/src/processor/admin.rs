@@ -58,6 +58,7 @@ pub fn update_and_create_topic(
     topic_cfg.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
     topic_cfg.order = h.order.unwrap_or(false);
     broker.topics.update(topic_cfg).map_err(system_error)?;
+    super::prepare_queues(broker, topic, read.max(write));
     broker.register_now.notify_one();
     tracing::info!(topic, read, write, perm, "topic created or updated");
     reply(ok(req))

@@ -161,6 +161,12 @@ pub(crate) fn check_broker_writeable(broker: &BrokerInner) -> Result<(), Process
     ))
 }
 
+/// Creates the consume-queue files of a topic just created, on the store's prepare thread
+/// (see `MessageStore::prepare_queues`), so its first messages do not.
+pub(crate) fn prepare_queues(broker: &BrokerInner, topic: &str, queues: i32) {
+    broker.store.prepare_queues_later(topic, queues);
+}
+
 /// Maps a store error to the response RocketMQ gives.
 pub(crate) fn store_error(e: StoreError) -> ProcessError {
     match e {

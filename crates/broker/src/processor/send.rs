@@ -136,6 +136,7 @@ fn check_topic(
         ));
     };
     if just_created {
+        super::prepare_queues(broker, &h.topic, topic_cfg.write_queue_nums);
         broker.register_now.notify_one();
     }
     if !perm::is_writeable(topic_cfg.perm) {

@@ -160,3 +160,45 @@ fn offset_by_time_and_earliest_time() {
     assert_eq!(store.earliest_message_time(), Some(times[0]));
     assert_eq!(store.offset_by_time("Nope", 0, 5), 0);
 }
+
+#[test]
+fn prepared_queues_have_their_file_before_the_first_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path());
+    for i in 0..3u8 {
+        store
+            .put_message(message("T", 0, vec![i; 10], "A"))
+            .unwrap();
+    }
+    store.prepare_queues("T", 3).unwrap();
+    store.prepare_queues("T", 3).unwrap(); // twice: nothing changes
+    for q in 1..3 {
+        let file = dir
+            .path()
+            .join(format!("consumequeue/T/{q}/00000000000000000000"));
+        assert!(file.exists(), "queue {q} prepared");
+        assert_eq!(store.max_offset_in_queue("T", q), 0);
+    }
+    assert_eq!(
+        store.max_offset_in_queue("T", 0),
+        3,
+        "a queue in use is left alone"
+    );
+    let r = store
+        .put_message(message("T", 2, b"first".to_vec(), "A"))
+        .unwrap();
+    assert_eq!(r.append.logics_offset, 0);
+    let got = store.get_message("T", 2, 0, 10, None);
+    assert_eq!(got.messages.len(), 1);
+    assert_eq!(body_of(&got.messages[0]), b"first");
+    assert!(
+        store.prepare_queues("../x", 1).is_err(),
+        "topic names are checked"
+    );
+    store.shutdown().unwrap();
+
+    let store = open(dir.path());
+    assert_eq!(store.max_offset_in_queue("T", 1), 0);
+    assert_eq!(store.max_offset_in_queue("T", 2), 1);
+    store.shutdown().unwrap();
+}

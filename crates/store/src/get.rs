@@ -164,6 +164,16 @@ impl QueueReader<'_> {
                 }
             }
             match self.commit_log.read(unit.commit_log_offset, unit.size) {
+                Some(bytes) if !is_unit_record(&bytes, queue_id, index) => {
+                    // The unit outlived its record (the CommitLog lost it and wrote others
+                    // there, or holds damage recovery did not see): never served.
+                    tracing::warn!(
+                        topic,
+                        queue_id,
+                        index,
+                        "consume-queue unit points at another record; skipped"
+                    );
+                }
                 Some(bytes) => {
                     result.total_bytes += bytes.len();
                     result.messages.push(bytes);
@@ -221,4 +231,19 @@ impl QueueReader<'_> {
         };
         r.total_bytes + size > bytes || count >= n
     }
+}
+
+/// Whether `bytes` are the record a consume-queue unit `index` of queue `queue_id` points at:
+/// a message of exactly that size, stored with that queue id and queue offset. Cheap (fixed
+/// header fields; the body CRC was checked when the record was written or recovered).
+fn is_unit_record(bytes: &[u8], queue_id: i32, index: i64) -> bool {
+    use rocketpy_protocol::message::record::MESSAGE_MAGIC_CODE;
+    let field = |at: usize, len: usize| bytes.get(at..at + len);
+    let i32_at = |at| field(at, 4).map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")));
+    let i64_at = |at| field(at, 8).map(|b| i64::from_be_bytes(b.try_into().expect("8 bytes")));
+    // TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET (RocketMQ's record layout).
+    i32_at(0) == Some(bytes.len() as i32)
+        && i32_at(4) == Some(MESSAGE_MAGIC_CODE)
+        && i32_at(12) == Some(queue_id)
+        && i64_at(20) == Some(index)
 }

@@ -279,13 +279,13 @@ impl IndexFile {
             };
             let slot_pos = HEADER_SIZE + (hash as usize % self.slot_num) * SLOT_SIZE;
             let mut prev = self.i32_at(slot_pos);
-            if prev <= 0 || prev as usize > count {
+            if prev <= 0 || prev as usize >= count {
                 prev = 0;
             }
             let time_diff = if h.begin_timestamp <= 0 {
                 0
             } else {
-                ((store_timestamp - h.begin_timestamp) / 1000).clamp(0, i32::MAX as i64)
+                (store_timestamp.saturating_sub(h.begin_timestamp) / 1000).clamp(0, i32::MAX as i64)
             };
             let mut entry = [0u8; ENTRY_SIZE];
             entry[0..4].copy_from_slice(&hash.to_be_bytes());
@@ -299,7 +299,8 @@ impl IndexFile {
                 h.begin_timestamp = store_timestamp;
             }
             if prev == 0 {
-                h.hash_slot_count += 1;
+                // Header fields come from disk: a damaged one must not overflow.
+                h.hash_slot_count = h.hash_slot_count.saturating_add(1);
             }
             h.index_count += 1;
             h.end_phy_offset = phy_offset;
@@ -320,7 +321,8 @@ impl IndexFile {
         let hash = key_hash(key);
         let slot_pos = HEADER_SIZE + (hash as usize % self.slot_num) * SLOT_SIZE;
         let mut next = self.i32_at(slot_pos);
-        if next <= 0 || next > count || count <= 1 {
+        // Entries are numbered 1..count: `count` itself is the next free one.
+        if next <= 0 || next >= count || count <= 1 {
             return;
         }
         // Each step follows `prevIndex` to an older entry; damaged links could form a cycle,
@@ -337,11 +339,11 @@ impl IndexFile {
             if time_diff < 0 {
                 return;
             }
-            let time = h.begin_timestamp + time_diff as i64 * 1000;
+            let time = h.begin_timestamp.saturating_add(time_diff as i64 * 1000);
             if hash_read == hash && (begin..=end).contains(&time) {
                 out.push(phy);
             }
-            if prev <= 0 || prev > count || prev == next || time < begin {
+            if prev <= 0 || prev >= count || prev == next || time < begin {
                 return;
             }
             next = prev;
@@ -425,6 +427,44 @@ mod tests {
         assert_eq!(&raw[e2 + 4..e2 + 12], &200i64.to_be_bytes());
         assert_eq!(&raw[e2 + 12..e2 + 16], &1i32.to_be_bytes());
         assert_eq!(&raw[36..40], &6i32.to_be_bytes());
+    }
+
+    #[test]
+    fn damaged_links_stay_inside_the_file() {
+        // Found by fuzz/index_file_load: a slot naming entry `count` (one past the last
+        // entry, the end of a full file) sent a query past the end of the mapping.
+        let sim = SimStorage::new();
+        let path = Path::new("/s/index/y");
+        let (slots, entries) = (16, 32);
+        let mut image = vec![0u8; file_size(slots, entries)];
+        image[36..40].copy_from_slice(&(entries as i32).to_be_bytes()); // full
+        let slot = HEADER_SIZE + (key_hash("T#a") as usize % slots) * SLOT_SIZE;
+        image[slot..slot + 4].copy_from_slice(&(entries as i32).to_be_bytes());
+        use crate::io::Storage;
+        sim.write_atomic(path, &image).unwrap();
+        let f = IndexFile::open(&sim, path, slots, entries, false).unwrap();
+        let mut out = Vec::new();
+        f.select("T#a", 10, 0, i64::MAX, &mut out);
+        assert!(out.is_empty());
+        assert!(!f.put_key("T#a", 1, 1).unwrap(), "full");
+    }
+
+    #[test]
+    fn damaged_header_numbers_do_not_overflow() {
+        // Found by fuzz/index_file_load: counters and timestamps at their limits.
+        let sim = SimStorage::new();
+        let path = Path::new("/s/index/z");
+        let mut image = vec![0u8; file_size(16, 32)];
+        image[0..8].copy_from_slice(&i64::MAX.to_be_bytes()); // beginTimestamp
+        image[32..36].copy_from_slice(&i32::MAX.to_be_bytes()); // hashSlotCount
+        image[36..40].copy_from_slice(&2i32.to_be_bytes());
+        use crate::io::Storage;
+        sim.write_atomic(path, &image).unwrap();
+        let f = IndexFile::open(&sim, path, 16, 32, false).unwrap();
+        assert!(f.put_key("T#a", 7, i64::MIN).unwrap());
+        let mut out = Vec::new();
+        f.select("T#a", 10, i64::MIN, i64::MAX, &mut out);
+        assert_eq!(f.header().hash_slot_count, i32::MAX);
     }
 
     #[test]

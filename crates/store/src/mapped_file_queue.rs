@@ -41,6 +41,9 @@ pub struct MappedFileQueue {
     spare_requested: AtomicU64,
     /// Whether next files are prepared in the background.
     preallocate: bool,
+    /// The background preparation under way, joined when the store stops: no file may appear
+    /// after that (a restart's recovery would find it beyond the files it kept).
+    background: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// When set, pages ahead of the write position are made resident in the background.
     prefaulter: Option<crate::prefault::Prefaulter>,
 }
@@ -72,6 +75,7 @@ impl MappedFileQueue {
             spare: Arc::default(),
             spare_requested: AtomicU64::new(u64::MAX),
             preallocate: false,
+            background: Mutex::new(None),
             prefaulter: None,
         }
     }
@@ -246,6 +250,10 @@ impl MappedFileQueue {
             self.file_size,
             self.reserve_step,
         );
+        let mut background = self.background.lock();
+        if let Some(previous) = background.take() {
+            let _ = previous.join(); // asked for half a file ago: long finished
+        }
         let spawned = std::thread::Builder::new()
             .name("rocketpy-allocate".into())
             .spawn(move || {
@@ -260,8 +268,17 @@ impl MappedFileQueue {
                     Err(e) => tracing::warn!(error = %e, "preparing the next file failed; it will be created on demand"),
                 }
             });
-        if let Err(e) = spawned {
-            tracing::warn!(error = %e, "cannot start the file allocation thread");
+        match spawned {
+            Ok(handle) => *background = Some(handle),
+            Err(e) => tracing::warn!(error = %e, "cannot start the file allocation thread"),
+        }
+    }
+
+    /// Waits for the background preparation of a next file, if one is under way. Called when
+    /// the store stops, after the last append.
+    pub fn join_background(&self) {
+        if let Some(handle) = self.background.lock().take() {
+            let _ = handle.join();
         }
     }
 

@@ -570,6 +570,7 @@ impl MessageStore {
 
     fn stop_threads(&self) {
         self.workers.stop(|| self.flush.wake());
+        self.commit_log.files().join_background();
     }
 
     /// Stops the background threads, finishes indexing, flushes everything, saves the delay

@@ -88,9 +88,15 @@ impl Region for SimRegion {
     }
 
     fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
-        let delay = self.1.lock().unwrap_or_else(|e| e.into_inner()).sync_delay;
+        let (delay, alive) = {
+            let mut state = self.1.lock().unwrap_or_else(|e| e.into_inner());
+            (state.sync_delay, state.tick())
+        };
         if !delay.is_zero() {
             std::thread::sleep(delay);
+        }
+        if !alive {
+            return Ok(()); // the disk died before this sync: nothing reaches it
         }
         let end = (offset + len).min(self.len());
         let mut durable = self.0.durable();
@@ -144,6 +150,9 @@ impl Region for SimRegion {
         let end = (offset + len).min(self.len());
         // SAFETY: the caller owns the range (at or above the write position).
         unsafe { std::ptr::write_bytes(self.as_ptr().add(offset), 0, end - offset) };
+        if !self.1.lock().unwrap_or_else(|e| e.into_inner()).tick() {
+            return Ok(());
+        }
         self.0.durable()[offset..end].fill(0);
         // Whole pages are punched out, as FsStorage does.
         let mut freed = 0;
@@ -184,9 +193,26 @@ struct State {
     /// Synced pages that were never reserved.
     unreserved_writes: u64,
     sync_delay: std::time::Duration,
+    /// Durable operations left before the disk dies ([`SimStorage::crash_after`]).
+    ops_left: Option<u64>,
+    /// Files created after the disk died: gone at the power loss.
+    phantoms: BTreeSet<PathBuf>,
 }
 
 impl State {
+    /// Counts one durable operation; false once the disk has died (the operation then has
+    /// no durable effect).
+    fn tick(&mut self) -> bool {
+        match &mut self.ops_left {
+            None => true,
+            Some(0) => false,
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+        }
+    }
+
     fn used(&self) -> u64 {
         let small: u64 = self
             .files
@@ -270,7 +296,14 @@ impl SimStorage {
     /// Simulates a power loss: each file's memory image becomes what survived. Call only
     /// while no store is open on this disk.
     pub fn power_loss(&self, mode: PowerLoss) {
-        let state = self.state();
+        let mut state = self.state();
+        for path in std::mem::take(&mut state.phantoms) {
+            if let Some(f) = state.files.remove(&path) {
+                state.forget(&f);
+            }
+        }
+        state.ops_left = None;
+        let state = state;
         let mut seed = match mode {
             PowerLoss::RandomPages(s) => s.max(1),
             _ => 1,
@@ -330,6 +363,19 @@ impl SimStorage {
     /// Deletes a file (as `rm` would, between store lifetimes).
     pub fn remove_path(&self, path: &Path) {
         let _ = self.remove(path);
+    }
+
+    /// Makes the disk die after `ops` more durable operations (syncs, discards, small-file
+    /// writes, file creations and deletions), at whatever point the store is then: later ones
+    /// change nothing durable, as if the power went out there. The store keeps running on its
+    /// memory image until [`SimStorage::power_loss`], which also revives the disk.
+    pub fn crash_after(&self, ops: u64) {
+        self.state().ops_left = Some(ops);
+    }
+
+    /// Whether the disk has died ([`SimStorage::crash_after`]).
+    pub fn crashed(&self) -> bool {
+        self.state().ops_left == Some(0)
     }
 
     /// How many synced pages were written without a reservation (each a SIGBUS on a real
@@ -392,6 +438,9 @@ impl Storage for SimStorage {
                     vec![false; size.div_ceil(PAGE)],
                 ));
                 state.files.insert(path.to_path_buf(), f.clone());
+                if !state.tick() {
+                    state.phantoms.insert(path.to_path_buf());
+                }
                 f
             }
             None => {
@@ -432,6 +481,9 @@ impl Storage for SimStorage {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         let mut state = self.state();
+        if !state.tick() && !state.phantoms.contains(path) {
+            return Ok(()); // the disk died: the file stays
+        }
         if let Some(f) = state.files.remove(path) {
             state.forget(&f);
         }
@@ -452,6 +504,9 @@ impl Storage for SimStorage {
         // The new copy is written beside the old one before the rename replaces it.
         if data.len() as u64 > state.available() {
             return Err(io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        if !state.tick() {
+            return Ok(()); // the disk died: the old content stays
         }
         state.insert(path, Arc::new(SimFile::new(data.to_vec())));
         Ok(())

@@ -2,6 +2,7 @@
 //! power-loss cases.
 
 mod common;
+mod crash_loop;
 mod delay;
 mod disk_full;
 mod group_commit;

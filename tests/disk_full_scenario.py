@@ -101,6 +101,10 @@ def main(mount: Path, scenario: str) -> dict[str, object]:
     admin = Admin(dev.namesrv)
     try:
         admin.create_topic(TOPIC, queues=2)
+        # The route reaches the name server with the broker's next registration.
+        deadline = time.monotonic() + 30
+        while admin.topic_route(TOPIC) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
         if scenario == "dd":
             acked, _, _ = send_until_refused(producer, 500)
             found["sent_before_dd"] = len(acked)

@@ -366,6 +366,55 @@ impl ConsumeQueue {
         Ok(())
     }
 
+    /// Recovery's [`ConsumeQueue::put`]: a unit already at `index` that differs from `unit`
+    /// is rewritten. A 20-byte unit can straddle two pages, which reach the disk independently,
+    /// so a power loss can leave one half new and the other old: such a unit points at the
+    /// right record with a wrong size. Only during recovery (no reader holds the bytes).
+    pub fn put_recovered(&self, index: i64, unit: CqUnit) -> Result<()> {
+        let Some(existing) = self.get(index) else {
+            return self.put(index, unit);
+        };
+        if existing != unit {
+            tracing::warn!(topic = %self.topic, queue = self.queue_id, index, ?existing, ?unit, "torn consume-queue unit rewritten from the CommitLog");
+            let byte = byte_of(index).expect("get found it");
+            let file = self.files.find(byte).expect("get found it");
+            file.repair((byte - file.from_offset()) as usize, &unit.encode())?;
+        }
+        Ok(())
+    }
+
+    /// Recovery: blanks the units that point into `bad` (CommitLog spans recovery found
+    /// damaged and skipped), so the damage is never served, now or after a later restart whose
+    /// recovery window no longer covers it. Units are in CommitLog order, so the walk goes
+    /// back from the newest only as far as the earliest span. Returns how many were blanked.
+    pub fn blank_units_in(&self, bad: &[(i64, i64)]) -> Result<usize> {
+        let Some(first_bad) = bad.iter().map(|(s, _)| *s).min() else {
+            return Ok(0);
+        };
+        let mut blanked = 0;
+        let mut index = self.max_offset() - 1;
+        while index >= self.min_offset() {
+            let Some(unit) = self.get(index) else { break };
+            if !unit.is_blank() {
+                let at = unit.commit_log_offset;
+                if at < first_bad {
+                    break;
+                }
+                if bad.iter().any(|(s, e)| (*s..*e).contains(&at)) {
+                    let byte = byte_of(index).expect("get found it");
+                    let file = self.files.find(byte).expect("get found it");
+                    file.repair(
+                        (byte - file.from_offset()) as usize,
+                        &CqUnit::BLANK.encode(),
+                    )?;
+                    blanked += 1;
+                }
+            }
+            index -= 1;
+        }
+        Ok(blanked)
+    }
+
     /// Flushes dirty units.
     pub fn flush(&self) -> Result<()> {
         self.files.flush()

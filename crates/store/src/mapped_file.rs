@@ -264,6 +264,22 @@ impl MappedFile {
         Ok(())
     }
 
+    /// Overwrites published bytes `[pos, pos+data.len())`: recovery's repair of a unit torn
+    /// by a power loss. Breaks the "published bytes never change" rule, so only recovery may
+    /// call it, before any reader or writer exists.
+    pub(crate) fn repair(&self, pos: usize, data: &[u8]) -> Result<()> {
+        let end = pos + data.len();
+        assert!(end <= self.wrote(), "repair above the write position");
+        self.reserve_to(end)?;
+        // SAFETY: in range (asserted); recovery is the only user of the file (see above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), self.region.as_ptr().add(pos), data.len())
+        };
+        // Flushed again with the next flush.
+        self.flushed.fetch_min(pos, Ordering::AcqRel);
+        Ok(())
+    }
+
     /// Makes bytes below `wrote` visible to readers.
     pub(crate) fn publish(&self, wrote: usize) {
         debug_assert!(wrote <= self.size);

@@ -167,6 +167,16 @@ impl ConsumeQueueTable {
     /// Adds the unit of a stored record to its queue (creating the queue on its first
     /// record). Records that are not consumable (transaction halves, rollbacks) are skipped.
     pub fn dispatch(&self, req: &DispatchRequest<'_>) -> Result<()> {
+        self.dispatch_with(req, false)
+    }
+
+    /// Recovery's [`ConsumeQueueTable::dispatch`]: units already present are checked against
+    /// the record and rewritten when torn ([`ConsumeQueue::put_recovered`]).
+    pub fn dispatch_recovered(&self, req: &DispatchRequest<'_>) -> Result<()> {
+        self.dispatch_with(req, true)
+    }
+
+    fn dispatch_with(&self, req: &DispatchRequest<'_>, recovered: bool) -> Result<()> {
         if !req.is_consumable() {
             return Ok(());
         }
@@ -180,15 +190,17 @@ impl ConsumeQueueTable {
         } else {
             req.tags_code
         };
+        let unit = CqUnit {
+            commit_log_offset: req.commit_log_offset,
+            size: req.msg_size,
+            tags_code,
+        };
         self.with_put_queue(req.topic, req.queue_id, |cq| {
-            cq.put(
-                req.consume_queue_offset,
-                CqUnit {
-                    commit_log_offset: req.commit_log_offset,
-                    size: req.msg_size,
-                    tags_code,
-                },
-            )
+            if recovered {
+                cq.put_recovered(req.consume_queue_offset, unit)
+            } else {
+                cq.put(req.consume_queue_offset, unit)
+            }
         })
     }
 

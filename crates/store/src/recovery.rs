@@ -68,10 +68,20 @@ impl Recovery<'_> {
                 .commit_log
                 .recover(0, true, |view| self.redispatch(view, false, &gap))?;
         }
+        let bad = self.commit_log.bad_ranges();
         let commit_min = self.commit_log.min_offset();
         let mut table: HashMap<String, HashMap<i32, i64>> = HashMap::new();
         for cq in self.queues.all() {
             cq.truncate_dirty(end)?;
+            let blanked = cq.blank_units_in(&bad)?;
+            if blanked > 0 {
+                tracing::warn!(
+                    topic = cq.topic(),
+                    queue = cq.queue_id(),
+                    blanked,
+                    "units of damaged CommitLog records blanked"
+                );
+            }
             cq.correct_min_offset(commit_min);
             table
                 .entry(cq.topic().to_owned())
@@ -125,7 +135,7 @@ impl Recovery<'_> {
                 return Ok(());
             }
         }
-        match self.queues.dispatch(&req) {
+        match self.queues.dispatch_recovered(&req) {
             Err(StoreError::Corrupt { what, reason }) => {
                 tracing::error!(offset = view.physical_offset, %what, %reason, "record with a damaged header not dispatched");
                 Ok(())

@@ -17,12 +17,12 @@
 //! holding few entries uses little disk and a full disk is an error, never a SIGBUS.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::RwLock;
 
 use crate::error::{Result, StoreError};
 use crate::io::{Region, Storage};
+use crate::reserve::Reserved;
 use rocketpy_protocol::message::java_hash::{java_string_hash, java_string_hash_concat};
 
 /// Header size.
@@ -64,8 +64,8 @@ pub struct IndexFile {
     region: Box<dyn Region>,
     slot_num: usize,
     max_index: usize,
-    /// End of the bytes with disk blocks (moved by the writer, under `lock`).
-    reserved: AtomicUsize,
+    /// How far the file has disk blocks: header and slots whole, then entries in steps.
+    reserved: Reserved,
     /// The header as last written; readers (queries) share the lock, the index thread takes
     /// it exclusively to add entries.
     lock: RwLock<IndexHeader>,
@@ -139,7 +139,10 @@ impl IndexFile {
             region,
             slot_num,
             max_index,
-            reserved: AtomicUsize::new(0),
+            reserved: Reserved::new(
+                HEADER_SIZE + slot_num * SLOT_SIZE,
+                crate::mapped_file::QUEUE_RESERVE_STEP,
+            ),
             lock: RwLock::new(IndexHeader::default()),
         };
         let header = file.read_header();
@@ -224,24 +227,9 @@ impl IndexFile {
     /// Gives disk blocks to everything up to entry `upto` (exclusive): header and slots
     /// whole on the first call, entries in a doubling window. The caller is the writer.
     fn reserve_entries(&self, upto: usize) -> Result<()> {
-        const PAGE: usize = 4096;
         let end = self.entry_pos(upto.min(self.max_index));
-        let reserved = self.reserved.load(Ordering::Acquire);
-        if end <= reserved {
-            return Ok(());
-        }
-        let entries_start = self.entry_pos(0);
-        let step = reserved
-            .saturating_sub(entries_start)
-            .clamp(PAGE, crate::mapped_file::QUEUE_RESERVE_STEP);
-        let target = (end.max(reserved.max(entries_start) + step).div_ceil(PAGE) * PAGE)
-            .min(self.region.len());
-        let from = reserved / PAGE * PAGE;
-        self.region
-            .reserve(from, target - from)
-            .map_err(|e| StoreError::io(&self.path, e))?;
-        self.reserved.store(target, Ordering::Release);
-        Ok(())
+        self.reserved
+            .reserve_to(self.region.as_ref(), &self.path, end)
     }
 
     /// Adds `key -> phy_offset`; `false` when the file is full.

@@ -27,6 +27,7 @@ pub mod queue_table;
 pub mod ratelimit;
 pub mod reader;
 mod recovery;
+mod reserve;
 pub mod schedule;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;

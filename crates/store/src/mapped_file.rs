@@ -18,6 +18,7 @@ use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
 use crate::io::{Region, Storage};
+use crate::reserve::Reserved;
 
 /// Names of store files: the start offset, zero-padded to 20 digits.
 pub fn file_name(offset: u64) -> String {
@@ -31,7 +32,6 @@ pub fn parse_file_name(name: &str) -> Option<u64> {
         .flatten()
 }
 
-const PAGE: usize = 4096;
 /// Largest reservation step of a consume-queue file: thousands of them exist, and each
 /// should hold little more disk than its units.
 pub const QUEUE_RESERVE_STEP: usize = 1 << 20;
@@ -45,10 +45,8 @@ pub struct MappedFile {
     from_offset: u64,
     size: usize,
     region: Box<dyn Region>,
-    /// Largest step of the doubling reservation window (see [`MappedFile::reserve_to`]).
-    reserve_step: usize,
-    /// End of the range with disk blocks; only moves up (except when a tail is discarded).
-    reserved: AtomicUsize,
+    /// How far the file has disk blocks (see [`MappedFile::reserve_to`]).
+    reserved: Reserved,
     wrote: AtomicUsize,
     flushed: AtomicUsize,
     /// Bytes handed to the kernel for write-back (durable only once `flushed` passes them).
@@ -146,8 +144,7 @@ impl MappedFile {
             from_offset,
             size,
             region,
-            reserve_step,
-            reserved: AtomicUsize::new(0),
+            reserved: Reserved::new(0, reserve_step),
             wrote: AtomicUsize::new(0),
             flushed: AtomicUsize::new(0),
             written_back: AtomicUsize::new(0),
@@ -242,7 +239,7 @@ impl MappedFile {
 
     /// End of the range with disk blocks.
     pub fn reserved(&self) -> usize {
-        self.reserved.load(Ordering::Acquire)
+        self.reserved.get()
     }
 
     /// Gives `[.., end)` disk blocks, so the writer may store there: at least a page more
@@ -250,18 +247,8 @@ impl MappedFile {
     /// stays within a step of its data. Cheap when already done; on a full disk an error
     /// (ENOSPC), never a signal. Called by the writer and the prefault thread.
     pub(crate) fn reserve_to(&self, end: usize) -> Result<()> {
-        let reserved = self.reserved();
-        if end <= reserved {
-            return Ok(());
-        }
-        let step = reserved.clamp(PAGE, self.reserve_step.max(PAGE));
-        let target = (end.max(reserved + step).div_ceil(PAGE) * PAGE).min(self.size);
-        let from = reserved / PAGE * PAGE;
-        self.region
-            .reserve(from, target - from)
-            .map_err(|e| StoreError::io(&self.path, e))?;
-        self.reserved.fetch_max(target, Ordering::AcqRel);
-        Ok(())
+        self.reserved
+            .reserve_to(self.region.as_ref(), &self.path, end)
     }
 
     /// Overwrites published bytes `[pos, pos+data.len())`: recovery's repair of a unit torn
@@ -300,7 +287,7 @@ impl MappedFile {
     pub(crate) fn discard_tail(&self, pos: usize) -> Result<()> {
         if pos < self.size {
             // The discarded pages lose their blocks: the next write reserves them again.
-            self.reserved.fetch_min(pos, Ordering::AcqRel);
+            self.reserved.forget_from(pos);
             self.region
                 .discard(pos, self.size - pos)
                 .map_err(|e| StoreError::io(&self.path, e))?;
@@ -414,7 +401,7 @@ mod tests {
     fn discard_tail_zeroes_and_syncs() {
         let dir = tempfile::tempdir().unwrap();
         let fs = crate::io::FsStorage;
-        let f = MappedFile::create(&fs, dir.path(), 0, 3 * 4096 + 100, PAGE).unwrap();
+        let f = MappedFile::create(&fs, dir.path(), 0, 3 * 4096 + 100, 4096).unwrap();
         // SAFETY: test-only sole writer.
         unsafe { f.region_mut(0, f.size()).fill(7) };
         f.reset_positions(10);

@@ -1,12 +1,12 @@
 //! JSON files under `{storePathRootDir}/config/`, written atomically.
 //!
-//! Write: `name.tmp` (synced) -> previous `name` copied to `name.bak` -> rename over `name`.
+//! Write: previous `name` linked as `name.bak` -> `name.tmp` (synced) renamed over `name`.
 //! Read: `name`, falling back to `name.bak` if `name` is missing or does not parse: a crash
 //! in the middle of a write never loses the previous content.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use rocketpy_store::io::{FsStorage, Storage};
 use rocketpy_store::StoreError;
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
@@ -20,17 +20,6 @@ pub fn persist(path: &Path, content: &[u8]) -> Result<(), StoreError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     }
-    let tmp = with_suffix(path, ".tmp");
-    let written = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(content)?;
-        f.sync_all()
-    });
-    if let Err(e) = written {
-        // A full disk: the current file and its backup stay as they were; the partial copy
-        // must not hold on to space.
-        let _ = std::fs::remove_file(&tmp);
-        return Err(StoreError::io(&tmp, e));
-    }
     if path.exists() {
         // The backup is a second name of the current file (no bytes copied, so nothing to
         // fail half-way on a full disk), swapped in by rename.
@@ -42,18 +31,13 @@ pub fn persist(path: &Path, content: &[u8]) -> Result<(), StoreError> {
             .and_then(|()| std::fs::rename(&bak_tmp, &bak));
         if let Err(e) = linked {
             let _ = std::fs::remove_file(&bak_tmp);
-            let _ = std::fs::remove_file(&tmp);
             return Err(StoreError::io(&bak, e));
         }
     }
-    std::fs::rename(&tmp, path).map_err(|e| StoreError::io(path, e))?;
-    if let Some(dir) = path.parent() {
-        // Makes the renames durable.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-    }
-    Ok(())
+    // Temporary file, fsync, rename, directory fsync: on a full disk the current file stays.
+    FsStorage
+        .write_atomic(path, content)
+        .map_err(|e| StoreError::io(path, e))
 }
 
 /// Loads and parses `path` (or its `.bak`); `Ok(None)` when neither exists.

@@ -15,6 +15,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
+use rocketpy_store::io::{FsStorage, Storage};
 use rocketpy_store::StoreError;
 use serde_json::Value;
 
@@ -157,27 +158,14 @@ impl Journal {
                 _ => Ok(()),
             };
         }
-        let mut tmp = self.path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let written = File::create(&tmp).and_then(|mut f| {
-            for (_, line) in lines {
-                f.write_all(line)?;
-                f.write_all(b"\n")?;
-            }
-            f.sync_all()
-        });
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(StoreError::io(&tmp, e));
+        let mut bytes = Vec::with_capacity(lines.iter().map(|(_, l)| l.len() + 1).sum());
+        for (_, line) in lines {
+            bytes.extend_from_slice(line);
+            bytes.push(b'\n');
         }
-        std::fs::rename(&tmp, &self.path).map_err(|e| StoreError::io(&self.path, e))?;
-        if let Some(dir) = self.path.parent() {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
+        FsStorage
+            .write_atomic(&self.path, &bytes)
+            .map_err(|e| StoreError::io(&self.path, e))
     }
 }
 

@@ -376,11 +376,21 @@ impl ConsumeQueue {
         };
         if existing != unit {
             tracing::warn!(topic = %self.topic, queue = self.queue_id, index, ?existing, ?unit, "torn consume-queue unit rewritten from the CommitLog");
-            let byte = byte_of(index).expect("get found it");
-            let file = self.files.find(byte).expect("get found it");
-            file.repair((byte - file.from_offset()) as usize, &unit.encode())?;
+            self.repair_unit(index, unit)?;
         }
         Ok(())
+    }
+
+    /// Recovery: overwrites the unit at `index` (see [`MappedFile::repair`]).
+    fn repair_unit(&self, index: i64, unit: CqUnit) -> Result<()> {
+        let file = byte_of(index).and_then(|b| Some((b, self.files.find(b)?)));
+        let Some((byte, file)) = file else {
+            return Err(StoreError::corrupt(
+                self.files.dir().display().to_string(),
+                format!("no file holds unit {index}"),
+            ));
+        };
+        file.repair((byte - file.from_offset()) as usize, &unit.encode())
     }
 
     /// Recovery: blanks the units that point into `bad` (CommitLog spans recovery found

@@ -238,9 +238,20 @@ impl QueueReader<'_> {
 /// header fields; the body CRC was checked when the record was written or recovered).
 fn is_unit_record(bytes: &[u8], queue_id: i32, index: i64) -> bool {
     use rocketpy_protocol::message::record::MESSAGE_MAGIC_CODE;
-    let field = |at: usize, len: usize| bytes.get(at..at + len);
-    let i32_at = |at| field(at, 4).map(|b| i32::from_be_bytes(b.try_into().expect("4 bytes")));
-    let i64_at = |at| field(at, 8).map(|b| i64::from_be_bytes(b.try_into().expect("8 bytes")));
+    let i32_at = |at: usize| {
+        bytes
+            .get(at..at + 4)?
+            .try_into()
+            .ok()
+            .map(i32::from_be_bytes)
+    };
+    let i64_at = |at: usize| {
+        bytes
+            .get(at..at + 8)?
+            .try_into()
+            .ok()
+            .map(i64::from_be_bytes)
+    };
     // TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG, QUEUEOFFSET (RocketMQ's record layout).
     i32_at(0) == Some(bytes.len() as i32)
         && i32_at(4) == Some(MESSAGE_MAGIC_CODE)

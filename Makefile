@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench bench-scale fuzz clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test bench bench-scale fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -71,6 +71,12 @@ test: install lint rust-test py-test
 
 bench:
 	cargo bench --workspace --locked
+
+# The soak (tests/soak/soak.py): name server, broker, 20 producers and 20 consumers in 4 groups
+# for SOAK_MINUTES with a broker kill and restart half-way; prints its figures.
+SOAK_MINUTES ?= 10
+soak: install
+	$(BIN)/python tests/soak/soak.py --minutes $(SOAK_MINUTES)
 
 # Coverage-guided fuzzing (libFuzzer through cargo-fuzz, nightly toolchain): every target for
 # FUZZ_RUNS inputs; about 10 minutes for the default million each.

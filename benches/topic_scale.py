@@ -5,7 +5,9 @@ and 10,000 topics of 4 queues with one message per queue. Printed at each level:
 - the first send to a new queue, and a second send to the same queue (means over 100 queues
   of topics whose routes are known; the first creates the queue's ConsumeQueue file);
 - a route lookup on the name server (GET_ROUTEINFO_BY_TOPIC, mean of 200);
-- a consumer heartbeat (HEART_BEAT with one subscription, mean of 200);
+- consumer groups: min(topics, 1,000) groups are registered by heartbeats; the first
+  heartbeat of a new group (which creates its subscription group and retry topic, mean of the
+  last 100) and a heartbeat of a known group (mean of 200);
 - broker RSS and the store's disk blocks (as ``du``).
 
 Run: ``make bench-scale`` (or ``python benches/topic_scale.py [--levels 100,1000,10000]``).
@@ -98,6 +100,7 @@ def main() -> None:
         rows = []
         created = 0
         filled = 0
+        groups = 0
         try:
             for level in levels:
                 creations: list[float] = []
@@ -144,11 +147,19 @@ def main() -> None:
                         5000,
                     )
                     lookups.append(time.perf_counter() - t0)
+                new_beats: list[float] = []
+                while groups < min(created, 1000):
+                    body = heartbeat_body(
+                        f"127.0.0.1@bench{groups}", f"group{groups}", f"Scale{groups % created}"
+                    )
+                    t0 = time.perf_counter()
+                    client.invoke(dev.broker, RequestCode.HEART_BEAT, None, body, 5000)
+                    new_beats.append(time.perf_counter() - t0)
+                    groups += 1
                 beats: list[float] = []
                 for i in range(200):
-                    body = heartbeat_body(
-                        f"127.0.0.1@bench{i}", f"group{i % 1000}", f"Scale{i % created}"
-                    )
+                    g = i * 7919 % groups
+                    body = heartbeat_body(f"127.0.0.1@bench{g}", f"group{g}", f"Scale{g % created}")
                     t0 = time.perf_counter()
                     client.invoke(dev.broker, RequestCode.HEART_BEAT, None, body, 5000)
                     beats.append(time.perf_counter() - t0)
@@ -159,6 +170,8 @@ def main() -> None:
                     "first_send_ms": round(mean_ms(firsts), 3),
                     "second_send_ms": round(mean_ms(seconds), 3),
                     "route_lookup_ms": round(mean_ms(lookups), 3),
+                    "groups": groups,
+                    "new_group_heartbeat_ms": round(mean_ms(new_beats[-100:]), 3),
                     "heartbeat_ms": round(mean_ms(beats), 3),
                     "broker_rss_mb": round(rss(dev.proc.pid) / 1e6, 1),
                     "disk_mb": round(du(store) / 1e6, 1),
@@ -172,13 +185,15 @@ def main() -> None:
             dev.stop()
     print()
     print(
-        "| topics (x4 queues) | create topic | first send to a new queue | second send | route lookup | heartbeat | broker RSS | disk (du) |"
+        "| topics (x4 queues) | create topic | first send to a new queue | second send | route lookup "
+        "| groups | new group's heartbeat | heartbeat | broker RSS | disk (du) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['topics']:,} | {r['create_ms']} ms | {r['first_send_ms']} ms | {r['second_send_ms']} ms | "
-            f"{r['route_lookup_ms']} ms | {r['heartbeat_ms']} ms | {r['broker_rss_mb']} MB | {r['disk_mb']} MB |"
+            f"{r['route_lookup_ms']} ms | {r['groups']:,} | {r['new_group_heartbeat_ms']} ms | "
+            f"{r['heartbeat_ms']} ms | {r['broker_rss_mb']} MB | {r['disk_mb']} MB |"
         )
     if len(rows) >= 2:
         print(

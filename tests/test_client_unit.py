@@ -92,3 +92,41 @@ def test_subscription_expressions_are_sent_without_blanks():
     assert sub.data()["codeSet"] == [java_string_hash("TagA"), java_string_hash("TagB")]
     assert Subscription.parse("T", " ").expression == "*"
     assert Subscription.parse("T", "||").expression == "*"
+
+
+def test_worker_pool_runs_in_order_drops_the_queue_at_shutdown_and_bounds_the_wait():
+    import threading
+    import time
+
+    from rocketpy.consumer.workers import WorkerPool
+
+    pool = WorkerPool(2, "t")
+    done: list[int] = []
+    for i in range(10):
+        pool.submit(done.append, i)
+    deadline = time.monotonic() + 5
+    while len(done) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(done) == list(range(10))
+    assert all(t.daemon for t in pool._threads), "daemon threads never hold the exit"
+
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    def busy() -> None:
+        started.release()
+        release.wait()
+
+    for _ in range(2):
+        pool.submit(busy)
+    assert started.acquire(timeout=5) and started.acquire(timeout=5), "both threads busy"
+    for i in range(100):
+        pool.submit(done.append, 100 + i)  # queued behind them
+    t0 = time.monotonic()
+    assert pool.shutdown(timeout=0.3) is False, "a listener still running"
+    assert time.monotonic() - t0 < 2
+    release.set()
+    assert pool.shutdown(timeout=5) is True
+    assert not [d for d in done if d >= 100], "queued calls were dropped, not run"
+    with pytest.raises(RuntimeError):
+        pool.submit(done.append, 0)

@@ -28,6 +28,7 @@ from rocketpy.errors import (
     ConfigError,
     CorruptDataError,
     DataLossError,
+    ForkedProcessError,
     RemotingConnectError,
     RemotingError,
     RemotingTimeoutError,
@@ -36,6 +37,7 @@ from rocketpy.errors import (
     StoreFullError,
     StoreLockedError,
 )
+from rocketpy.logs import set_native_log_level
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
 from rocketpy.producer import MessageQueueSelector, Producer, select_by_hash, select_random
 
@@ -49,6 +51,7 @@ __all__ = [
     "ConsumeStatus",
     "CorruptDataError",
     "DataLossError",
+    "ForkedProcessError",
     "LitePullConsumer",
     "Message",
     "MessageExt",
@@ -75,4 +78,5 @@ __all__ = [
     "consistent_hash",
     "select_by_hash",
     "select_random",
+    "set_native_log_level",
 ]

@@ -1,13 +1,18 @@
-"""Small helpers: local address, RocketMQ-compatible unique message ids."""
+"""Small helpers: local address, RocketMQ-compatible unique message ids, server JSON
+bodies."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import itertools
+import json
 import os
 import socket
 import threading
 import time
+from typing import Any
+
+from rocketpy._native import CorruptDataError, RocketpyError, fastjson_to_json
 
 _local_ip: str | None = None
 
@@ -72,3 +77,15 @@ class UniqueIdGenerator:
 
 
 unique_ids = UniqueIdGenerator()
+
+
+def json_body(body: bytes, what: str) -> dict[str, Any]:
+    """A server's JSON body (standard or fastjson) as a dict; anything else is a
+    :class:`~rocketpy.errors.CorruptDataError` naming ``what`` (never a bare ValueError)."""
+    try:
+        data = json.loads(fastjson_to_json(body))
+    except (ValueError, RocketpyError) as e:
+        raise CorruptDataError(f"{what}: the body is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise CorruptDataError(f"{what}: expected a JSON object, got {type(data).__name__}")
+    return data

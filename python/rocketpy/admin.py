@@ -3,10 +3,10 @@ RocketMQ's ``mqadmin``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from rocketpy._native import MessageExt, RemotingClient, RemotingResponse
+from rocketpy._util import json_body
 from rocketpy.client.instance import check
 from rocketpy.client.route import TopicRouteData
 from rocketpy.errors import ClientError, RemotingError
@@ -55,7 +55,7 @@ class Admin:
     def cluster_info(self) -> dict[str, Any]:
         """``{"brokerAddrTable": {name: BrokerData}, "clusterAddrTable": {cluster: [names]}}``."""
         resp = self._namesrv_call(RequestCode.GET_BROKER_CLUSTER_INFO)
-        return dict(json.loads(check(resp, "namesrv").body))
+        return json_body(check(resp, "namesrv").body, "GET_BROKER_CLUSTER_INFO")
 
     def master_addrs(self, cluster: str | None = None) -> list[str]:
         """Master addresses of every broker (of ``cluster`` when given)."""
@@ -73,7 +73,8 @@ class Admin:
     def topic_list(self) -> list[str]:
         """Every topic the name servers know."""
         resp = self._namesrv_call(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        return sorted(json.loads(check(resp, "namesrv").body)["topicList"])
+        body = json_body(check(resp, "namesrv").body, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER")
+        return sorted(str(t) for t in body.get("topicList") or [])
 
     def topic_route(self, topic: str) -> TopicRouteData | None:
         """The route of ``topic`` (None if it has none)."""

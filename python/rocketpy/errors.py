@@ -6,6 +6,8 @@
     message store.
   - ``ConfigError``: invalid settings.
   - ``DataLossError``: messages asked for were deleted by retention.
+  - ``ForkedProcessError``: a client, server or store created before ``os.fork()`` was used in
+    the child process.
   - ``ClientError``: the client refused or could not complete an operation.
   - ``BrokerResponseError``: a broker or name server answered with an error code.
 """
@@ -16,6 +18,7 @@ from rocketpy._native import (
     ConfigError,
     CorruptDataError,
     DataLossError,
+    ForkedProcessError,
     RemotingConnectError,
     RemotingError,
     RemotingTimeoutError,
@@ -31,6 +34,7 @@ __all__ = [
     "ConfigError",
     "CorruptDataError",
     "DataLossError",
+    "ForkedProcessError",
     "RemotingConnectError",
     "RemotingError",
     "RemotingTimeoutError",

@@ -153,9 +153,10 @@ class Producer:
         self._instance = inst
 
     def shutdown(self) -> None:
-        """Unregisters from the brokers and releases the connections."""
+        """Unregisters from the brokers and releases the connections (in a child process
+        after ``os.fork()``, only forgets them: they belong to the parent)."""
         inst, self._instance = self._instance, None
-        if inst is not None:
+        if inst is not None and not inst.forked():
             inst.unregister_producer(self.group)
             inst.release()
 
@@ -183,16 +184,17 @@ class Producer:
     def _client(self) -> ClientInstance:
         if self._instance is None:
             raise ClientError("producer not started: call start() first")
+        self._instance.check_process("producer")
         return self._instance
 
     def publish_info(self, topic: str) -> TopicPublishInfo:
         """The topic's write queues, fetching the route if needed; a topic without a route
         gets the TBW102 template's (the broker then auto-creates it on the first send)."""
+        inst = self._client()
         with self._lock:
             info = self._publish.get(topic)
         if info is not None and info.ok() and not info.from_template:
             return info
-        inst = self._client()
         with self._lock:
             # Registers interest, so update_route hands this producer the route too.
             self._publish.setdefault(topic, TopicPublishInfo())

@@ -17,7 +17,49 @@ use std::path::{Path, PathBuf};
 use parking_lot::Mutex;
 use rocketpy_store::io::{FsStorage, Storage};
 use rocketpy_store::StoreError;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+/// The journal beside the config file `config` (`<config>.journal`) and the `{"put": T}`
+/// entries it holds past `counter` (the counter the config file was written at), in counter
+/// order, with the last counter among them (or `counter`). Entries that do not parse are
+/// logged and skipped: `what` names them.
+pub fn open_puts<T: DeserializeOwned>(
+    config: &Path,
+    counter: i64,
+    what: &str,
+) -> Result<(Journal, Vec<T>, i64), StoreError> {
+    let mut path = config.as_os_str().to_owned();
+    path.push(".journal");
+    let (journal, mut changes) = Journal::open(path.into())?;
+    // Appends may land out of counter order (they happen outside the table's lock).
+    changes.sort_by_key(|(v, _)| *v);
+    let mut puts = Vec::new();
+    let mut last = counter;
+    for (v, change) in changes {
+        if v <= counter {
+            continue; // already in the config file
+        }
+        match change.get("put").map(|c| T::deserialize(c)) {
+            Some(Ok(entry)) => puts.push(entry),
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "ignoring a {what} journal entry that does not parse")
+            }
+            None => tracing::warn!("ignoring an unknown {what} journal entry"),
+        }
+        last = v;
+    }
+    Ok((journal, puts, last))
+}
+
+/// `table`'s data version counter (read by `counter`) and its JSON, for
+/// [`Journal::write_config`].
+pub fn versioned_json<T: serde::Serialize>(
+    table: &T,
+    counter: impl FnOnce(&T) -> i64,
+) -> serde_json::Result<(i64, Vec<u8>)> {
+    Ok((counter(table), serde_json::to_vec_pretty(table)?))
+}
 
 /// The journal of one config file.
 #[derive(Debug)]
@@ -138,6 +180,26 @@ impl Journal {
         self.rewrite(&state.lines)?;
         state.torn = false;
         Ok(())
+    }
+
+    /// Writes a config file to `config` and drops the journal lines it now holds; does nothing
+    /// when `only_if_changed` and there are no lines. `serialize` gives the table's data
+    /// version counter and its JSON (taken under the table's lock; the file is written
+    /// without it).
+    pub fn write_config(
+        &self,
+        config: &Path,
+        only_if_changed: bool,
+        serialize: impl FnOnce() -> serde_json::Result<(i64, Vec<u8>)>,
+    ) -> Result<(), StoreError> {
+        if only_if_changed && self.is_empty() {
+            return Ok(());
+        }
+        let (counter, json) = serialize().map_err(|e| StoreError::Config {
+            path: config.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        self.compact(counter, || crate::config_file::persist(config, &json))
     }
 
     fn open_append(&self) -> Result<File, StoreError> {

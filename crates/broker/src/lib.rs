@@ -109,7 +109,7 @@ impl Broker {
             &settings.broker,
             schedule_queues,
         )?;
-        if let Err(e) = topics.persist() {
+        if let Err(e) = topics.persist(false) {
             // A broker restarted on a full disk must still serve reads; the table is written
             // again by housekeeping once changes are journaled.
             tracing::error!(error = %e, "cannot write topics.json at start");
@@ -187,11 +187,18 @@ impl Broker {
                 if let Err(e) = housekeeping.offsets.persist() {
                     tracing::error!(error = %e, "persisting consumer offsets failed");
                 }
-                let topics = housekeeping.clone();
-                let persisted =
-                    tokio::task::spawn_blocking(move || topics.topics.persist_if_changed()).await;
-                if let Ok(Err(e)) = persisted {
-                    tracing::error!(error = %e, "writing topics.json failed (changes stay in its journal)");
+                let tables = housekeeping.clone();
+                let persisted = tokio::task::spawn_blocking(move || {
+                    (tables.topics.persist(true), tables.groups.persist(true))
+                })
+                .await;
+                if let Ok((topics, groups)) = persisted {
+                    if let Err(e) = topics {
+                        tracing::error!(error = %e, "writing topics.json failed (changes stay in its journal)");
+                    }
+                    if let Err(e) = groups {
+                        tracing::error!(error = %e, "writing subscriptionGroup.json failed (changes stay in its journal)");
+                    }
                 }
                 for changed in housekeeping.consumers.scan_expired(expiry) {
                     processor::client::notify_consumer_ids_changed(changed);
@@ -232,7 +239,8 @@ impl Broker {
         self.server.shutdown_graceful(Duration::from_secs(5)).await;
         self.inner.namesrv.shutdown();
         self.inner.offsets.persist()?;
-        self.inner.topics.persist()?;
+        self.inner.topics.persist(false)?;
+        self.inner.groups.persist(false)?;
         let store = self.inner.store.clone();
         tokio::task::spawn_blocking(move || store.shutdown())
             .await

@@ -1,5 +1,6 @@
-//! Subscription groups (`config/subscriptionGroup.json`): per consumer group, whether it may
-//! consume and how failed messages are retried. Created on first use when
+//! Subscription groups (`config/subscriptionGroup.json`, changes journaled in
+//! `subscriptionGroup.json.journal` between rewrites, as topics are): per consumer group,
+//! whether it may consume and how failed messages are retried. Created on first use when
 //! `autoCreateSubscriptionGroup` is on, as in RocketMQ.
 
 use std::collections::BTreeMap;
@@ -11,6 +12,7 @@ use rocketpy_store::StoreError;
 use serde::{Deserialize, Serialize};
 
 use crate::config_file;
+use crate::config_journal::{self, Journal};
 
 /// One group's settings (RocketMQ's `SubscriptionGroupConfig` field names).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,19 +84,32 @@ pub struct SubscriptionGroupManager {
     path: PathBuf,
     table: RwLock<GroupFile>,
     auto_create: bool,
+    /// Changes since the file was last written (see [`crate::config_journal`]).
+    journal: Journal,
 }
 
 impl SubscriptionGroupManager {
-    /// Loads `path` (or starts empty).
+    /// Loads `path` and its journal (or starts empty).
     pub fn load(path: PathBuf, auto_create: bool) -> Result<Self, StoreError> {
-        let file = config_file::load(&path, |b| {
+        let mut file = config_file::load(&path, |b| {
             fastjson::from_slice::<GroupFile>(b).map_err(|e| e.to_string())
         })?
         .unwrap_or_default();
+        let (journal, changes, counter) = config_journal::open_puts::<SubscriptionGroupConfig>(
+            &path,
+            file.data_version.counter,
+            "subscription group",
+        )?;
+        for cfg in changes {
+            file.subscription_group_table
+                .insert(cfg.group_name.clone(), cfg);
+        }
+        file.data_version.counter = counter;
         Ok(SubscriptionGroupManager {
             path,
             table: RwLock::new(file),
             auto_create,
+            journal,
         })
     }
 
@@ -111,17 +126,20 @@ impl SubscriptionGroupManager {
         Some(cfg)
     }
 
-    /// Adds or replaces a group and saves the file.
+    /// Adds or replaces a group and makes the change durable: one journal line, whatever the
+    /// number of groups (the file follows in the background, [`Self::persist`]).
     pub fn update(&self, cfg: SubscriptionGroupConfig) {
-        {
+        let entry = serde_json::json!({ "put": &cfg });
+        let counter = {
             let mut t = self.table.write();
             t.subscription_group_table
                 .insert(cfg.group_name.clone(), cfg);
             t.data_version.counter += 1;
             t.data_version.timestamp = rocketpy_store::message_store_now();
-        }
-        if let Err(e) = self.persist() {
-            tracing::error!(error = %e, "saving subscriptionGroup.json failed");
+            t.data_version.counter
+        };
+        if let Err(e) = self.journal.append(counter, entry) {
+            tracing::error!(error = %e, "journaling a subscription group change failed");
         }
     }
 
@@ -130,14 +148,12 @@ impl SubscriptionGroupManager {
         serde_json::to_vec(&*self.table.read())
     }
 
-    /// Writes the file.
-    pub fn persist(&self) -> Result<(), StoreError> {
-        let json =
-            serde_json::to_vec_pretty(&*self.table.read()).map_err(|e| StoreError::Config {
-                path: self.path.clone(),
-                reason: e.to_string(),
-            })?;
-        config_file::persist(&self.path, &json)
+    /// Writes the file and drops the journal lines it now holds; with `only_if_changed`, only
+    /// when groups changed since the last time (housekeeping, off the request path).
+    pub fn persist(&self, only_if_changed: bool) -> Result<(), StoreError> {
+        self.journal.write_config(&self.path, only_if_changed, || {
+            config_journal::versioned_json(&*self.table.read(), |t| t.data_version.counter)
+        })
     }
 }
 
@@ -154,8 +170,15 @@ mod tests {
         assert_eq!((cfg.retry_max_times, cfg.retry_queue_nums), (16, 1));
         cfg.retry_max_times = 3;
         m.update(cfg);
-        let m = SubscriptionGroupManager::load(path, false).unwrap();
+        drop(m); // a crash: only the journal has the groups
+        let m = SubscriptionGroupManager::load(path.clone(), false).unwrap();
         assert_eq!(m.find_or_create("g1").unwrap().retry_max_times, 3);
         assert!(m.find_or_create("other").is_none(), "no auto-create");
+
+        m.persist(true).unwrap();
+        assert!(path.exists());
+        assert!(!dir.path().join("subscriptionGroup.json.journal").exists());
+        let m = SubscriptionGroupManager::load(path, false).unwrap();
+        assert_eq!(m.find_or_create("g1").unwrap().retry_max_times, 3);
     }
 }

@@ -15,7 +15,7 @@ use rocketpy_store::StoreError;
 
 use crate::config::BrokerConfig;
 use crate::config_file;
-use crate::config_journal::Journal;
+use crate::config_journal::{self, Journal};
 
 fn now_millis() -> i64 {
     std::time::SystemTime::now()
@@ -45,31 +45,14 @@ impl TopicConfigManager {
         })?
         .unwrap_or_default();
         let mut wrapper = loaded;
-        let mut journal_path = path.as_os_str().to_owned();
-        journal_path.push(".journal");
-        let (journal, mut changes) = Journal::open(journal_path.into())?;
-        // Appends may land out of counter order (they happen outside the table's lock).
-        changes.sort_by_key(|(v, _)| *v);
-        for (counter, change) in changes {
-            if counter <= wrapper.data_version.counter {
-                continue; // already in topics.json
-            }
-            match change
-                .get("put")
-                .map(|c| serde_json::from_value::<TopicConfig>(c.clone()))
-            {
-                Some(Ok(cfg)) => {
-                    wrapper
-                        .topic_config_table
-                        .insert(cfg.topic_name.clone(), cfg);
-                }
-                Some(Err(e)) => {
-                    tracing::warn!(error = %e, "ignoring a topic journal entry that does not parse")
-                }
-                None => tracing::warn!("ignoring an unknown topic journal entry"),
-            }
-            wrapper.data_version.counter = counter;
+        let (journal, changes, counter) =
+            config_journal::open_puts::<TopicConfig>(&path, wrapper.data_version.counter, "topic")?;
+        for cfg in changes {
+            wrapper
+                .topic_config_table
+                .insert(cfg.topic_name.clone(), cfg);
         }
+        wrapper.data_version.counter = counter;
         // Entries whose name would be an unsafe directory are dropped, not trusted.
         wrapper.topic_config_table.retain(|name, cfg| {
             let ok = validate_topic(name).is_ok() && cfg.topic_name == *name;
@@ -135,7 +118,7 @@ impl TopicConfigManager {
 
     /// Adds or replaces a topic, bumps the data version and makes the change durable (one
     /// journal line, whatever the number of topics; `topics.json` follows in the background,
-    /// [`TopicConfigManager::persist_if_changed`]).
+    /// [`TopicConfigManager::persist`]).
     pub fn update(&self, cfg: TopicConfig) -> Result<(), StoreError> {
         validate_topic(&cfg.topic_name)?;
         let entry = serde_json::json!({ "put": &cfg });
@@ -219,27 +202,13 @@ impl TopicConfigManager {
         Ok((cfg, true))
     }
 
-    /// Writes `topics.json` and drops the journal lines it now holds.
-    pub fn persist(&self) -> Result<(), StoreError> {
-        let (counter, json) = {
-            let t = self.table.read();
-            let json = serde_json::to_vec_pretty(&*t).map_err(|e| StoreError::Config {
-                path: self.path.clone(),
-                reason: e.to_string(),
-            })?;
-            (t.data_version.counter, json)
-        };
-        self.journal
-            .compact(counter, || config_file::persist(&self.path, &json))
-    }
-
-    /// [`TopicConfigManager::persist`] if topics changed since the last time (the broker's
-    /// housekeeping calls this periodically, off the request path).
-    pub fn persist_if_changed(&self) -> Result<(), StoreError> {
-        if self.journal.is_empty() {
-            return Ok(());
-        }
-        self.persist()
+    /// Writes `topics.json` and drops the journal lines it now holds; with `only_if_changed`,
+    /// only when topics changed since the last time (the broker's housekeeping, off the
+    /// request path).
+    pub fn persist(&self, only_if_changed: bool) -> Result<(), StoreError> {
+        self.journal.write_config(&self.path, only_if_changed, || {
+            config_journal::versioned_json(&*self.table.read(), |t| t.data_version.counter)
+        })
     }
 
     /// Number of topics.
@@ -292,7 +261,7 @@ mod tests {
         let journal = dir.path().join("topics.json.journal");
         let broker = BrokerConfig::default();
         let m = TopicConfigManager::load(path.clone(), &broker, 18).unwrap();
-        m.persist().unwrap();
+        m.persist(false).unwrap();
         assert!(!journal.exists());
         for name in ["A", "B", "C"] {
             m.update(TopicConfig::new(name, 2)).unwrap();
@@ -315,7 +284,7 @@ mod tests {
             "the later change wins"
         );
         assert!(m.data_version().counter > counter, "versions never go back");
-        m.persist_if_changed().unwrap();
+        m.persist(true).unwrap();
         assert!(
             !journal.exists(),
             "written into topics.json, the journal is dropped"

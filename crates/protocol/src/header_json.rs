@@ -28,22 +28,47 @@ struct HeaderOut<'a> {
     version: i32,
 }
 
+/// What a peer sends. The numbers and the language are read as loosely as the Java broker's
+/// fastjson reads them: a number may come as a numeric string, the language as its enum
+/// ordinal.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct HeaderIn {
-    code: i32,
+    code: serde_json::Value,
     #[serde(default)]
     ext_fields: Option<HashMap<String, serde_json::Value>>,
     #[serde(default)]
-    flag: i32,
+    flag: serde_json::Value,
     #[serde(default)]
-    language: Option<String>,
+    language: serde_json::Value,
     #[serde(default)]
-    opaque: i32,
+    opaque: serde_json::Value,
     #[serde(default)]
     remark: Option<String>,
     #[serde(default)]
-    version: i32,
+    version: serde_json::Value,
+}
+
+/// An int field: a JSON integer in i32 range or a string holding one; absent/null is 0.
+fn int_field(value: &serde_json::Value, name: &str) -> Result<i32> {
+    let parsed = match value {
+        serde_json::Value::Null => Some(0),
+        serde_json::Value::Number(n) => n.as_i64().and_then(|v| i32::try_from(v).ok()),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    parsed.ok_or_else(|| ProtocolError::Malformed(format!("header field {name} is {value}")))
+}
+
+fn language_field(value: &serde_json::Value) -> LanguageCode {
+    match value {
+        serde_json::Value::String(name) => LanguageCode::from_name(name),
+        serde_json::Value::Number(n) => n
+            .as_u64()
+            .and_then(|v| u8::try_from(v).ok())
+            .map_or(LanguageCode::Other, LanguageCode::from_code),
+        _ => LanguageCode::Other,
+    }
 }
 
 /// Appends the JSON header of `cmd` to `out`.
@@ -76,16 +101,15 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
         };
         ext_fields.insert(key, text);
     }
+    if header.code.is_null() {
+        return Err(ProtocolError::Malformed("header has no code".into()));
+    }
     Ok(RemotingCommand {
-        code: header.code,
-        language: header
-            .language
-            .as_deref()
-            .map(LanguageCode::from_name)
-            .unwrap_or(LanguageCode::Other),
-        version: header.version,
-        opaque: header.opaque,
-        flag: header.flag,
+        code: int_field(&header.code, "code")?,
+        language: language_field(&header.language),
+        version: int_field(&header.version, "version")?,
+        opaque: int_field(&header.opaque, "opaque")?,
+        flag: int_field(&header.flag, "flag")?,
         remark: header.remark,
         ext_fields,
         body: bytes::Bytes::new(),
@@ -124,6 +148,20 @@ mod tests {
         assert_eq!(cmd.field("n").unwrap(), "5");
         assert!(cmd.field_opt("z").is_none());
         assert_eq!(cmd.language, LanguageCode::Java);
+    }
+
+    #[test]
+    fn numbers_as_strings_and_language_ordinals_are_read_like_fastjson() {
+        let loose = br#"{"code":"105","flag":"0","language":0,"opaque":" 9","version":null}"#;
+        let cmd = decode(loose).unwrap();
+        assert_eq!(
+            (cmd.code, cmd.flag, cmd.opaque, cmd.version),
+            (105, 0, 9, 0)
+        );
+        assert_eq!(cmd.language, LanguageCode::Java);
+        assert!(decode(br#"{"code":1,"opaque":1e400}"#).is_err());
+        assert!(decode(br#"{"code":1,"opaque":4294967296}"#).is_err());
+        assert!(decode(br#"{"code":null}"#).is_err());
     }
 
     #[test]

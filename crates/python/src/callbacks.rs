@@ -1,46 +1,71 @@
-//! One thread that runs Python callbacks (async completions, server notifications).
+//! One thread that runs Python callbacks (async completions, server notifications, native
+//! log records).
 //!
 //! Callbacks never run on the tokio I/O threads: a slow or blocking callback (or one that
 //! makes a blocking rocketpy call) must not stall the network, and the I/O threads never wait
-//! for the GIL.
+//! for the GIL. Once the interpreter is exiting the thread stops attaching (see `process`);
+//! jobs still queued are dropped.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, OnceLock};
 
 use pyo3::prelude::*;
+
+use crate::process::{self, PerProcess};
 
 type Job = Box<dyn FnOnce(Python<'_>) + Send>;
 
 /// Jobs run per GIL acquisition at most.
 const MAX_JOBS_PER_ATTACH: usize = 4096;
 
-static SENDER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+static SENDER: PerProcess<Sender<Job>> = PerProcess::new();
 
-fn sender() -> Sender<Job> {
-    let lock = SENDER.get_or_init(|| {
+/// Set while the callback thread is attached (or about to attach). With `process::at_exit`
+/// storing the exit flag before reading this, either the thread sees the flag and never
+/// attaches, or the exit hook sees this and waits for it.
+static ATTACHED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the callback thread is attached to Python.
+pub fn attached() -> bool {
+    ATTACHED.load(Ordering::SeqCst)
+}
+
+fn sender() -> &'static Sender<Job> {
+    SENDER.get(|| {
         let (tx, rx) = channel::<Job>();
         std::thread::Builder::new()
             .name("rocketpy-callbacks".into())
             .spawn(move || {
                 while let Ok(job) = rx.recv() {
+                    ATTACHED.store(true, Ordering::SeqCst);
+                    if process::exiting() {
+                        ATTACHED.store(false, Ordering::SeqCst);
+                        // Dropping a job drops Python references without the GIL: PyO3
+                        // defers those, and the process is ending.
+                        drop(job);
+                        continue;
+                    }
                     // Taking the GIL can wait a whole switch interval while Python threads
                     // run, so every job already queued runs under the same acquisition
                     // (bounded, so other threads still get their turn).
                     Python::attach(|py| {
                         job(py);
                         for _ in 0..MAX_JOBS_PER_ATTACH {
+                            if process::exiting() {
+                                break;
+                            }
                             match rx.try_recv() {
                                 Ok(job) => job(py),
                                 Err(_) => break,
                             }
                         }
                     });
+                    ATTACHED.store(false, Ordering::SeqCst);
                 }
             })
             .expect("rocketpy: cannot start the callback thread");
-        Mutex::new(tx)
-    });
-    lock.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        tx
+    })
 }
 
 /// Queues `job` to run with the GIL on the callback thread.

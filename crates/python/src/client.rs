@@ -17,6 +17,7 @@ use rocketpy_remoting::{
 use crate::callbacks;
 use crate::errors;
 use crate::header::{fields_dict, request_fields, Header};
+use crate::process::Owner;
 use crate::runtime::{runtime, wait};
 
 /// A response.
@@ -142,6 +143,7 @@ fn build(
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct RemotingClient {
     inner: NativeClient,
+    owner: Owner,
 }
 
 #[pymethods]
@@ -159,6 +161,7 @@ impl RemotingClient {
         };
         RemotingClient {
             inner: NativeClient::new(config, handler, runtime().handle().clone()),
+            owner: Owner::current(),
         }
     }
 
@@ -176,6 +179,7 @@ impl RemotingClient {
         timeout_ms: u64,
         binary: bool,
     ) -> PyResult<RemotingResponse> {
+        self.owner.check("client")?;
         let cmd = build(code, header, body, binary)?;
         let client = self.inner.clone();
         let fut = async move {
@@ -199,6 +203,7 @@ impl RemotingClient {
         body: Option<&[u8]>,
         binary: bool,
     ) -> PyResult<()> {
+        self.owner.check("client")?;
         let cmd = build(code, header, body, binary)?;
         let client = self.inner.clone();
         wait(py, async move { client.invoke_oneway(addr, cmd).await })?.map_err(errors::remoting)
@@ -218,6 +223,7 @@ impl RemotingClient {
         callback: Py<PyAny>,
         binary: bool,
     ) -> PyResult<()> {
+        self.owner.check("client")?;
         let cmd = build(code, header, body, binary)?;
         self.inner.invoke_async(
             addr,
@@ -260,6 +266,7 @@ impl RemotingClient {
         concurrency: usize,
         fail_on_data_loss: bool,
     ) -> PyResult<(Bound<'py, pyo3::types::PyDict>, i64)> {
+        self.owner.check("client")?;
         let spec = crate::pull_range::PullSpec {
             addr: addr.to_owned(),
             group: group.to_owned(),
@@ -281,11 +288,16 @@ impl RemotingClient {
 
     /// Closes the connection to `addr` (the next request reconnects).
     fn close_connection(&self, addr: &str) {
-        self.inner.close_connection(addr);
+        if self.owner.is_current() {
+            self.inner.close_connection(addr);
+        }
     }
 
-    /// Closes every connection.
+    /// Closes every connection. In a child process after fork() there is nothing to close
+    /// (the connections' threads stayed in the parent), so it does nothing.
     fn shutdown(&self) {
-        self.inner.shutdown();
+        if self.owner.is_current() {
+            self.inner.shutdown();
+        }
     }
 }

@@ -14,6 +14,7 @@ use rocketpy_store::reader::StoreReader as NativeReader;
 
 use crate::buffer::BytesView;
 use crate::errors::{self, DataLossError};
+use crate::process;
 use crate::runtime::wait;
 
 fn le_bytes<'py, T: Copy, const N: usize>(
@@ -93,9 +94,7 @@ pub struct StoreReader {
 impl StoreReader {
     #[new]
     fn new(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Self> {
-        let inner = py
-            .detach(|| NativeReader::open(&path))
-            .map_err(errors::store)?;
+        let inner = process::detach(py, || NativeReader::open(&path)).map_err(errors::store)?;
         Ok(StoreReader { inner })
     }
 
@@ -136,16 +135,15 @@ impl StoreReader {
         subscription: &str,
     ) -> PyResult<(Bound<'py, PyDict>, i64)> {
         let filter = TagFilter::parse(subscription);
-        let (batch, next) = py
-            .detach(|| {
-                let mut batch = ColumnBatch::new();
-                let next = self.inner.read(topic, queue_id, start..end, |v| {
-                    batch.push(v, broker_name, &filter)?;
-                    Ok(!batch.is_full())
-                })?;
-                Ok((batch, next))
-            })
-            .map_err(errors::store)?;
+        let (batch, next) = process::detach(py, || {
+            let mut batch = ColumnBatch::new();
+            let next = self.inner.read(topic, queue_id, start..end, |v| {
+                batch.push(v, broker_name, &filter)?;
+                Ok(!batch.is_full())
+            })?;
+            Ok((batch, next))
+        })
+        .map_err(errors::store)?;
         Ok((to_py(py, batch)?, next))
     }
 }

@@ -71,6 +71,14 @@ create_exception!(
     "Invalid configuration."
 );
 
+create_exception!(
+    _native,
+    ForkedProcessError,
+    RocketpyError,
+    "An object created before os.fork() was used in the child process: its network threads \
+     stayed in the parent. Create clients, servers and stores after forking."
+);
+
 /// Maps a remoting error onto the exception tree.
 pub fn remoting(e: NativeRemotingError) -> PyErr {
     let msg = e.to_string();
@@ -132,6 +140,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CorruptDataError", py.get_type::<CorruptDataError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("DataLossError", py.get_type::<DataLossError>())?;
+    m.add("ForkedProcessError", py.get_type::<ForkedProcessError>())?;
     m.add(
         "InvalidArgumentError",
         py.get_type::<InvalidArgumentError>(),

@@ -11,6 +11,7 @@ mod header;
 mod json;
 mod logging;
 mod message;
+mod process;
 mod protocol;
 mod pull_range;
 mod runtime;
@@ -22,6 +23,13 @@ use pyo3::prelude::*;
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logging::install();
+    // Runs before finalization (atexit hooks registered later, e.g. the clients', run
+    // first): see `process` for why native threads must stop attaching by then.
+    let at_exit = wrap_pyfunction!(process::at_exit, m)?;
+    m.py()
+        .import("atexit")?
+        .call_method1("register", (at_exit,))?;
     errors::register(m)?;
     protocol::register(m)?;
     m.add_class::<client::RemotingClient>()?;

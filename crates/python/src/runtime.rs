@@ -1,51 +1,36 @@
 //! The process-wide tokio runtime and the one way Python waits on Rust futures.
 
 use std::future::Future;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 
-struct Owned {
-    runtime: Runtime,
-    pid: u32,
-}
+use crate::process::{self, PerProcess};
 
-static RUNTIME: OnceLock<Owned> = OnceLock::new();
+static RUNTIME: PerProcess<Runtime> = PerProcess::new();
 
-/// The runtime, created on first use with two worker threads per core (at least two).
-///
-/// A tokio runtime does not survive `fork()`: its threads are not copied. Using it from a
-/// forked child would hang, so that is refused loudly instead.
+/// This process's runtime, created on first use with two worker threads per core (at least
+/// two). A child process after fork() gets its own (the parent's threads were not copied).
 pub fn runtime() -> &'static Runtime {
-    let owned = RUNTIME.get_or_init(|| {
+    RUNTIME.get(|| {
         let workers = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
             .max(2);
-        Owned {
-            runtime: tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers)
-                .thread_name("rocketpy-io")
-                .enable_all()
-                .build()
-                .expect("rocketpy: cannot start the tokio runtime"),
-            pid: std::process::id(),
-        }
-    });
-    if owned.pid != std::process::id() {
-        panic!(
-            "rocketpy was used in a child process created by fork() after the parent started \
-             its network runtime; start clients and servers after forking (or use the 'spawn' \
-             multiprocessing start method)"
-        );
-    }
-    &owned.runtime
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("rocketpy-io")
+            .enable_all()
+            .build()
+            .expect("rocketpy: cannot start the tokio runtime")
+    })
 }
 
-/// Runs `fut` to completion with the GIL released, waking every 100 ms to let Python handle
-/// signals (Ctrl-C raises KeyboardInterrupt here, cancelling the wait).
+/// Runs `fut` to completion with the GIL released. On the main thread it wakes every 100 ms
+/// to let Python handle signals (Ctrl-C raises KeyboardInterrupt here, cancelling the wait);
+/// other threads never re-attach while waiting (Python runs signal handlers only on the main
+/// thread, and attaching during interpreter exit would abort).
 pub fn wait<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     F: Future<Output = T> + Send,
@@ -58,7 +43,10 @@ where
         ));
     }
     let rt = runtime();
-    py.detach(|| {
+    if !process::is_main_thread() {
+        return Ok(process::detach(py, || rt.block_on(fut)));
+    }
+    process::detach(py, || {
         rt.block_on(async {
             tokio::pin!(fut);
             loop {

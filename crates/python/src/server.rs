@@ -9,6 +9,7 @@ use rocketpy_broker::{Broker as NativeBroker, BrokerSettings};
 use rocketpy_namesrv::{NameServer as NativeNameServer, NamesrvConfig};
 
 use crate::errors;
+use crate::process::Owner;
 use crate::runtime::{runtime, wait};
 
 /// Runs `fut` as a task of the shared runtime (server tasks must not live on the caller's
@@ -27,6 +28,7 @@ where
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct NameServer {
     inner: Arc<NativeNameServer>,
+    owner: Owner,
 }
 
 #[pymethods]
@@ -50,6 +52,7 @@ impl NameServer {
         let server = run(py, NativeNameServer::start(config))?.map_err(errors::remoting)?;
         Ok(NameServer {
             inner: Arc::new(server),
+            owner: Owner::current(),
         })
     }
 
@@ -72,6 +75,7 @@ impl NameServer {
 
     /// Stops serving.
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        self.owner.check("name server")?;
         let inner = self.inner.clone();
         run(py, async move { inner.shutdown().await })
     }
@@ -81,6 +85,7 @@ impl NameServer {
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct Broker {
     inner: Arc<NativeBroker>,
+    owner: Owner,
     store_path: PathBuf,
 }
 
@@ -125,6 +130,7 @@ impl Broker {
         let broker = run(py, NativeBroker::start(settings))?.map_err(errors::broker)?;
         Ok(Broker {
             inner: Arc::new(broker),
+            owner: Owner::current(),
             store_path,
         })
     }
@@ -166,6 +172,7 @@ impl Broker {
 
     /// Unregisters, stops serving, persists offsets and flushes the store.
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
+        self.owner.check("broker")?;
         let inner = self.inner.clone();
         run(py, async move { inner.shutdown().await })?.map_err(errors::broker)
     }

@@ -14,12 +14,14 @@ use rocketpy_store::{GetMessageStatus, MessageStore, PutStatus, StoreConfig};
 
 use crate::errors;
 use crate::message::MessageExt;
+use crate::process;
 
 /// The in-process store.
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct EmbeddedStore {
     inner: Arc<MessageStore>,
     host: SocketAddr,
+    owner: process::Owner,
 }
 
 /// A stored message's placement: (status, offset message id, queue id, queue offset,
@@ -100,8 +102,12 @@ impl EmbeddedStore {
         let host: SocketAddr = store_host.parse().map_err(|_| {
             errors::ConfigError::new_err(format!("store_host {store_host:?} is not ip:port"))
         })?;
-        let inner = py.detach(|| MessageStore::open(c)).map_err(errors::store)?;
-        Ok(EmbeddedStore { inner, host })
+        let inner = process::detach(py, || MessageStore::open(c)).map_err(errors::store)?;
+        Ok(EmbeddedStore {
+            inner,
+            host,
+            owner: process::Owner::current(),
+        })
     }
 
     /// Stores `(topic, queue_id, body, properties, flag, born_timestamp)` items in order.
@@ -110,13 +116,13 @@ impl EmbeddedStore {
         py: Python<'_>,
         items: Vec<(String, i32, Vec<u8>, String, i32, i64)>,
     ) -> PyResult<Vec<PutTuple>> {
+        self.owner.check("store")?;
         let msgs: Vec<MessageToStore> = items
             .iter()
             .map(|(t, q, b, p, f, born)| self.message(t, *q, b, p, *f, *born))
             .collect();
-        let results = py
-            .detach(|| self.inner.put_messages(&msgs))
-            .map_err(errors::store)?;
+        let results =
+            process::detach(py, || self.inner.put_messages(&msgs)).map_err(errors::store)?;
         Ok(results
             .into_iter()
             .zip(&msgs)
@@ -154,9 +160,10 @@ impl EmbeddedStore {
         max_nums: i32,
         tags: Option<Vec<String>>,
     ) -> PyResult<GetTuple> {
+        self.owner.check("store")?;
         let codes: Option<Vec<i64>> =
             tags.map(|t| t.iter().map(|t| java_hash::tags_code(Some(t))).collect());
-        let result = py.detach(|| {
+        let result = process::detach(py, || {
             let filter = codes.as_ref().map(|c| move |code: i64| c.contains(&code));
             let f = filter.as_ref().map(|f| f as &dyn Fn(i64) -> bool);
             self.inner.get_message(topic, queue_id, offset, max_nums, f)
@@ -183,7 +190,7 @@ impl EmbeddedStore {
 
     /// The first offset stored at or after `timestamp` (ms).
     fn offset_by_time(&self, py: Python<'_>, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
-        py.detach(|| self.inner.offset_by_time(topic, queue_id, timestamp))
+        process::detach(py, || self.inner.offset_by_time(topic, queue_id, timestamp))
     }
 
     /// Store time of the first readable message of a queue.
@@ -201,7 +208,9 @@ impl EmbeddedStore {
         begin: i64,
         end: i64,
     ) -> PyResult<Vec<MessageExt>> {
-        let records = py.detach(|| self.inner.query_message(topic, key, max_num, begin, end));
+        let records = process::detach(py, || {
+            self.inner.query_message(topic, key, max_num, begin, end)
+        });
         Self::records_to_messages(records)
     }
 
@@ -224,12 +233,14 @@ impl EmbeddedStore {
 
     /// Writes everything to disk.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.flush()).map_err(errors::store)
+        self.owner.check("store")?;
+        process::detach(py, || self.inner.flush()).map_err(errors::store)
     }
 
     /// Flushes and closes; later calls fail with StoreError.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.inner.shutdown()).map_err(errors::store)
+        self.owner.check("store")?;
+        process::detach(py, || self.inner.shutdown()).map_err(errors::store)
     }
 
     /// Whether `close` ran.

@@ -1,9 +1,17 @@
 """``ClientInstance``: what producers and consumers of one client id share (RocketMQ's
 ``MQClientInstance``): the remoting client, name server fail-over, the route cache refreshed
-every 30 s, heartbeats to every broker, and the rebalance service."""
+every 30 s, heartbeats to every broker, and the rebalance service.
+
+Process events: at interpreter exit every client still running is shut down (offsets
+committed, the group left) within :data:`EXIT_GRACE_S`; a child process created by
+``os.fork()`` starts with no instances, and clients its parent started raise
+:class:`~rocketpy.errors.ForkedProcessError` there (their threads stayed in the parent) except
+``shutdown()``, which does nothing.
+"""
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -11,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from rocketpy._native import Header, RemotingClient, RemotingResponse
+from rocketpy._native import ForkedProcessError, Header, RemotingClient, RemotingResponse
 from rocketpy._util import local_ip
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
@@ -20,6 +28,9 @@ from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID, RequestCode, ResponseCode
 
 log = logging.getLogger("rocketpy.client")
+
+#: Seconds the interpreter waits at exit for running clients to shut down.
+EXIT_GRACE_S = 5.0
 
 
 @dataclass
@@ -62,6 +73,8 @@ class ProducerLike(Protocol):
 
     def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None: ...
 
+    def shutdown(self) -> None: ...
+
 
 class ConsumerLike(Protocol):
     """What the instance needs from a consumer."""
@@ -77,6 +90,8 @@ class ConsumerLike(Protocol):
     def do_rebalance(self) -> None: ...
 
     def persist_offsets(self) -> None: ...
+
+    def shutdown(self) -> None: ...
 
 
 def check(resp: RemotingResponse, addr: str, *ok: int) -> RemotingResponse:
@@ -96,6 +111,8 @@ class ClientInstance:
     def __init__(self, client_id: str, config: ClientConfig) -> None:
         self.client_id = client_id
         self.config = config
+        #: The process that created it (see :meth:`check_process`).
+        self.pid = os.getpid()
         self._namesrv = config.namesrv_list()
         self._namesrv_index = 0
         self.remoting = RemotingClient(request_handler=self._on_server_request)
@@ -148,6 +165,52 @@ class ClientInstance:
                 return
             ClientInstance._registry.pop(self.client_id, None)
         self._shutdown()
+
+    def check_process(self, what: str) -> None:
+        """Raises :class:`ForkedProcessError` in a child process after ``os.fork()``: this
+        instance's threads and connections stayed in the parent."""
+        if self.forked():
+            raise ForkedProcessError(
+                f"this {what} was started in process {self.pid} before os.fork(); it cannot "
+                f"be used in child process {os.getpid()}: create and start a new one in the "
+                "child (or use the 'spawn' multiprocessing start method)"
+            )
+
+    def forked(self) -> bool:
+        """Whether this is a child process of the one that created the instance."""
+        return self.pid != os.getpid()
+
+    @classmethod
+    def _after_fork_in_child(cls) -> None:
+        # The parent's instances (and possibly a held lock) are not usable here.
+        cls._registry = {}
+        cls._registry_lock = threading.Lock()
+
+    @classmethod
+    def _close_all_at_exit(cls) -> None:
+        """Shuts down the clients still running, on a daemon thread given
+        :data:`EXIT_GRACE_S` (a listener that never returns must not hold the exit)."""
+        with cls._registry_lock:
+            instances = [i for i in cls._registry.values() if not i.forked()]
+        clients: list[ProducerLike | ConsumerLike] = []
+        for inst in instances:
+            with inst._lock:
+                clients += list(inst._consumers.values()) + list(inst._producers.values())
+        if not clients:
+            return
+
+        def close() -> None:
+            for c in clients:
+                try:
+                    c.shutdown()
+                except Exception as e:
+                    log.warning("shutdown of %s at exit failed: %s", c.group, e)
+
+        t = threading.Thread(target=close, name="rocketpy-exit", daemon=True)
+        t.start()
+        t.join(EXIT_GRACE_S)
+        if t.is_alive():
+            log.warning("clients still shutting down after %.0f s; exiting anyway", EXIT_GRACE_S)
 
     def _has(self, group: str, kind: str) -> bool:
         with self._lock:
@@ -392,3 +455,9 @@ class ClientInstance:
             consumers = list(self._consumers.values())
         for c in consumers:
             c.persist_offsets()
+
+
+os.register_at_fork(after_in_child=ClientInstance._after_fork_in_child)
+# Registered after rocketpy._native's own hook, so it runs first (atexit is last-in,
+# first-out) while native threads may still call into Python.
+atexit.register(ClientInstance._close_all_at_exit)

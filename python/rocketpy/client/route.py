@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocketpy._native import fastjson_to_json
+from rocketpy._native import CorruptDataError
+from rocketpy._util import json_body
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID
 
@@ -48,8 +48,16 @@ class TopicRouteData:
 
     @staticmethod
     def decode(body: bytes) -> TopicRouteData:
-        """Parses the JSON (standard or fastjson)."""
-        raw: dict[str, Any] = json.loads(fastjson_to_json(body))
+        """Parses the JSON (standard or fastjson); a body that is not a route is a
+        :class:`~rocketpy.errors.CorruptDataError`."""
+        raw = json_body(body, "topic route")
+        try:
+            return TopicRouteData._from(raw)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CorruptDataError(f"topic route: unexpected content ({e!r})") from None
+
+    @staticmethod
+    def _from(raw: dict[str, Any]) -> TopicRouteData:
         queues = tuple(
             sorted(
                 (

@@ -12,7 +12,6 @@ from __future__ import annotations
 import abc
 import datetime as dt
 import enum
-import json
 import logging
 import threading
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketpy._native import MessageExt, RemotingResponse, java_string_hash
+from rocketpy._util import json_body
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
@@ -213,6 +213,25 @@ class ConsumerBase(abc.ABC):
             raise
         inst.rebalance_now()
 
+    @abc.abstractmethod
+    def shutdown(self) -> None:
+        """Stops consuming, commits offsets and leaves the group."""
+
+    def _forget_if_forked(self) -> bool:
+        """In a child process after ``os.fork()`` a started consumer belongs to the parent:
+        forget it (no network, no threads here) and say so."""
+        inst = self._instance
+        if inst is None or not inst.forked():
+            return False
+        self._running = False
+        self._instance = None
+        return True
+
+    def _check_process(self) -> None:
+        inst = self._instance
+        if inst is not None:
+            inst.check_process("consumer")
+
     def _stop_pulling(self) -> dict[MessageQueue, PullRequest]:
         """First half of a shutdown: no more pulls; returns the table (still intact)."""
         self._running = False
@@ -303,7 +322,8 @@ class ConsumerBase(abc.ABC):
                     None,
                     3000,
                 )
-                return sorted(json.loads(check(resp, addr).body).get("consumerIdList") or [])
+                body = json_body(check(resp, addr).body, "GET_CONSUMER_LIST_BY_GROUP")
+                return sorted(str(c) for c in body.get("consumerIdList") or [])
             except Exception as e:
                 log.debug("consumer list from %s failed: %s", addr, e)
         return []

@@ -119,7 +119,7 @@ class LitePullConsumer(ConsumerBase):
 
     def shutdown(self) -> None:
         """Stops pulling, commits what ``poll`` returned, and leaves the group."""
-        if not self._running:
+        if not self._running or self._forget_if_forked():
             return
         table = self._stop_pulling()
         if self.auto_commit:
@@ -165,6 +165,7 @@ class LitePullConsumer(ConsumerBase):
         consumed from now on."""
         if not self._running:
             raise ClientError("consumer not started")
+        self._check_process()
         deadline = time.monotonic() + timeout_ms / 1000
         with self._cond:
             while True:

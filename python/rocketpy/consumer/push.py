@@ -17,11 +17,12 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from rocketpy._native import MessageExt
+from rocketpy._native import MessageExt, RocketpyError
+from rocketpy._util import json_body
 from rocketpy.consumer.base import ConsumerBase, MessageModel, PullRequest
+from rocketpy.consumer.workers import WorkerPool
 from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import RequestCode, ResponseCode
@@ -103,7 +104,7 @@ class PushConsumer(ConsumerBase):
         self._consume_threads = consume_thread_max
         self._listener: MessageListener | None = None
         self._orderly = False
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: WorkerPool | None = None
 
     def register_listener(self, listener: MessageListener, orderly: bool = False) -> None:
         """Sets the function called with each batch of messages; ``orderly=True`` makes it an
@@ -129,9 +130,7 @@ class PushConsumer(ConsumerBase):
             raise ClientError("register a listener before start()")
         if not self._subscriptions:
             raise ClientError("subscribe to at least one topic before start()")
-        self._pool = ThreadPoolExecutor(
-            self._consume_threads, thread_name_prefix=f"rocketpy-consume-{self.group}"
-        )
+        self._pool = WorkerPool(self._consume_threads, f"rocketpy-consume-{self.group}")
         self._start_base()
         if (
             self._orderly
@@ -142,11 +141,11 @@ class PushConsumer(ConsumerBase):
 
     def shutdown(self) -> None:
         """Stops pulling, lets running listeners finish, commits offsets and leaves the group."""
-        if not self._running:
+        if not self._running or self._forget_if_forked():
             return
         table = self._stop_pulling()
         if self._pool:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.shutdown()
         self._leave(table)
 
     def __enter__(self) -> PushConsumer:
@@ -368,10 +367,13 @@ class PushConsumer(ConsumerBase):
                 log.warning("queue lock request to %s failed: %s", addr, e)
                 continue
             if resp.code == ResponseCode.SUCCESS and code == RequestCode.LOCK_BATCH_MQ:
-                ok = json.loads(resp.body).get("lockOKMQSet") or []
-                out[broker] = [
-                    MessageQueue(m["topic"], m["brokerName"], int(m["queueId"])) for m in ok
-                ]
+                try:
+                    ok = json_body(resp.body, "LOCK_BATCH_MQ").get("lockOKMQSet") or []
+                    out[broker] = [
+                        MessageQueue(m["topic"], m["brokerName"], int(m["queueId"])) for m in ok
+                    ]
+                except (RocketpyError, KeyError, TypeError, ValueError) as e:
+                    log.warning("queue lock answer of %s is unreadable: %s", addr, e)
         return out
 
     def _lock_queues(self, mqs: list[MessageQueue]) -> set[MessageQueue]:

@@ -22,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -82,6 +83,34 @@ def heartbeat_body(client_id: str, group: str, topic: str) -> bytes:
             ],
         }
     ).encode()
+
+
+def time_registration(client: RemotingClient, namesrv: str, broker: str) -> list[float]:
+    """Round trips of the name server's REGISTER_BROKER with the broker's whole topic table,
+    as the broker sends it every registerNameServerPeriod (the same broker, topics and
+    addresses, so the routes do not change)."""
+    table = client.invoke(broker, RequestCode.GET_ALL_TOPIC_CONFIG, None, None, 10_000).body
+    body = json.dumps(
+        {"topicConfigSerializeWrapper": json.loads(table or b"{}"), "filterServerList": []}
+    ).encode()
+    host, port = broker.rsplit(":", 1)
+    header = {
+        "broker_name": "broker-a",
+        "broker_addr": broker,
+        "cluster_name": "DefaultCluster",
+        "ha_server_addr": f"{host}:{int(port) + 1}",
+        "broker_id": 0,
+        "compressed": False,
+        "body_crc32": zlib.crc32(body) & 0x7FFFFFFF,
+    }
+    samples = []
+    for _ in range(10):
+        t0 = time.perf_counter()
+        resp = client.invoke(namesrv, RequestCode.REGISTER_BROKER, header, body, 10_000)
+        samples.append(time.perf_counter() - t0)
+        if resp.code != 0:
+            raise SystemExit(f"registration refused: {resp.code} {resp.remark}")
+    return samples
 
 
 def main() -> None:
@@ -163,6 +192,7 @@ def main() -> None:
                     t0 = time.perf_counter()
                     client.invoke(dev.broker, RequestCode.HEART_BEAT, None, body, 5000)
                     beats.append(time.perf_counter() - t0)
+                registrations = time_registration(client, dev.namesrv, dev.broker)
                 time.sleep(1.5)  # let the store flush
                 row = {
                     "topics": created,
@@ -173,6 +203,7 @@ def main() -> None:
                     "groups": groups,
                     "new_group_heartbeat_ms": round(mean_ms(new_beats[-100:]), 3),
                     "heartbeat_ms": round(mean_ms(beats), 3),
+                    "registration_ms": round(mean_ms(registrations), 3),
                     "broker_rss_mb": round(rss(dev.proc.pid) / 1e6, 1),
                     "disk_mb": round(du(store) / 1e6, 1),
                 }
@@ -186,14 +217,14 @@ def main() -> None:
     print()
     print(
         "| topics (x4 queues) | create topic | first send to a new queue | second send | route lookup "
-        "| groups | new group's heartbeat | heartbeat | broker RSS | disk (du) |"
+        "| groups | new group's heartbeat | heartbeat | registration | broker RSS | disk (du) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['topics']:,} | {r['create_ms']} ms | {r['first_send_ms']} ms | {r['second_send_ms']} ms | "
             f"{r['route_lookup_ms']} ms | {r['groups']:,} | {r['new_group_heartbeat_ms']} ms | "
-            f"{r['heartbeat_ms']} ms | {r['broker_rss_mb']} MB | {r['disk_mb']} MB |"
+            f"{r['heartbeat_ms']} ms | {r['registration_ms']} ms | {r['broker_rss_mb']} MB | {r['disk_mb']} MB |"
         )
     if len(rows) >= 2:
         print(

@@ -130,3 +130,42 @@ def test_worker_pool_runs_in_order_drops_the_queue_at_shutdown_and_bounds_the_wa
     assert not [d for d in done if d >= 100], "queued calls were dropped, not run"
     with pytest.raises(RuntimeError):
         pool.submit(done.append, 0)
+
+
+def test_worker_pool_gives_work_to_the_thread_idle_last():
+    """A light load stays on one thread of a whole pool (each thread that runs the listener
+    keeps its stack pages and malloc cache resident; spreading calls over all of them made a
+    consumer's memory creep)."""
+    import threading
+    import time
+
+    from rocketpy.consumer.workers import WorkerPool
+
+    pool = WorkerPool(8, "t")
+
+    def all_idle() -> None:
+        deadline = time.monotonic() + 5
+        while len(pool._idle) < 8:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    def busy() -> None:
+        started.release()
+        release.wait()
+
+    for _ in range(8):  # the first burst starts the whole pool
+        pool.submit(busy)
+    for _ in range(8):
+        assert started.acquire(timeout=5)
+    release.set()
+    used: list[str] = []
+    for _ in range(50):  # one call at a time
+        all_idle()
+        pool.submit(lambda: used.append(threading.current_thread().name))
+    all_idle()
+    assert len(pool._threads) == 8
+    assert len(set(used)) == 1, set(used)
+    assert pool.shutdown(timeout=5) is True

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use rocketpy_protocol::body::topic::register_body_data_version;
 use rocketpy_protocol::body::{fastjson, RegisterBrokerBody, TopicList};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::{
@@ -43,27 +44,41 @@ fn register_broker(
             "compressed REGISTER_BROKER bodies are not supported; set compressedRegister=false",
         ));
     }
-    let body: RegisterBrokerBody = if req.body.is_empty() {
-        RegisterBrokerBody::default()
-    } else {
-        fastjson::from_slice(&req.body).map_err(|e| {
-            ProcessError::new(
-                response::SYSTEM_ERROR,
-                format!("invalid RegisterBrokerBody: {e}"),
-            )
-        })?
-    };
-    let wrapper = body.topic_config_serialize_wrapper;
-    let result = routes.register_broker(Registration {
-        cluster_name: h.cluster_name,
-        broker_addr: h.broker_addr,
-        broker_name: h.broker_name,
+    let registration = |data_version, topics| Registration {
+        cluster_name: h.cluster_name.clone(),
+        broker_addr: h.broker_addr.clone(),
+        broker_name: h.broker_name.clone(),
         broker_id: h.broker_id,
-        ha_server_addr: h.ha_server_addr.unwrap_or_default(),
-        data_version: wrapper.data_version,
-        topics: wrapper.topic_config_table.into_values().collect(),
+        ha_server_addr: h.ha_server_addr.clone().unwrap_or_default(),
+        data_version,
+        topics,
         connection_id: conn.id(),
-    });
+    };
+    // Brokers re-send their whole topic table every registerNameServerPeriod; it is read only
+    // when its version changed (or the broker is new).
+    let quick = register_body_data_version(&req.body)
+        .map(|version| routes.register_broker(registration(version, None)))
+        .filter(|r| !r.needs_topics);
+    let result = match quick {
+        Some(result) => result,
+        None => {
+            let body: RegisterBrokerBody = if req.body.is_empty() {
+                RegisterBrokerBody::default()
+            } else {
+                fastjson::from_slice(&req.body).map_err(|e| {
+                    ProcessError::new(
+                        response::SYSTEM_ERROR,
+                        format!("invalid RegisterBrokerBody: {e}"),
+                    )
+                })?
+            };
+            let wrapper = body.topic_config_serialize_wrapper;
+            routes.register_broker(registration(
+                wrapper.data_version,
+                Some(wrapper.topic_config_table.into_values().collect()),
+            ))
+        }
+    };
     let resp = ok(req)
         .with_header(&RegisterBrokerResponseHeader {
             ha_server_addr: Some(result.ha_server_addr),

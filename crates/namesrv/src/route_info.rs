@@ -22,7 +22,9 @@ pub struct Registration {
     pub broker_id: i64,
     pub ha_server_addr: String,
     pub data_version: DataVersion,
-    pub topics: Vec<TopicConfig>,
+    /// The broker's topics; `None` when the caller has not read them because the data version
+    /// may be unchanged (then [`RegisterResult::needs_topics`] says when they are needed).
+    pub topics: Option<Vec<TopicConfig>>,
     /// Id of the connection the registration came on (closing it unregisters the broker).
     pub connection_id: u64,
 }
@@ -34,6 +36,9 @@ pub struct RegisterResult {
     pub ha_server_addr: String,
     /// Master's address (for slaves).
     pub master_addr: String,
+    /// The registration was not applied: it came without topics, and the master is new or
+    /// its data version changed. Register again with them.
+    pub needs_topics: bool,
 }
 
 #[derive(Debug)]
@@ -71,6 +76,22 @@ impl RouteInfoManager {
     /// Records a broker and, for masters, its topics (replacing what it reported before).
     pub fn register_broker(&self, reg: Registration) -> RegisterResult {
         let mut t = self.tables.write();
+        if reg.topics.is_none() && reg.broker_id == 0 {
+            let known = t
+                .brokers
+                .get(&reg.broker_name)
+                .is_some_and(|b| b.broker_addrs.get(&reg.broker_id) == Some(&reg.broker_addr));
+            let same = t
+                .live
+                .get(&reg.broker_addr)
+                .is_some_and(|l| l.data_version == reg.data_version);
+            if !(known && same) {
+                return RegisterResult {
+                    needs_topics: true,
+                    ..RegisterResult::default()
+                };
+            }
+        }
         t.clusters
             .entry(reg.cluster_name.clone())
             .or_default()
@@ -97,15 +118,16 @@ impl RouteInfoManager {
             .get(&reg.broker_addr)
             .map(|l| l.data_version != reg.data_version)
             .unwrap_or(true);
+        let topics = reg.topics.as_deref().unwrap_or_default();
         if reg.broker_id == 0 && (first || changed) {
-            let names: BTreeSet<&str> = reg.topics.iter().map(|c| c.topic_name.as_str()).collect();
+            let names: BTreeSet<&str> = topics.iter().map(|c| c.topic_name.as_str()).collect();
             for (topic, per_broker) in t.topics.iter_mut() {
                 if !names.contains(topic.as_str()) {
                     per_broker.remove(&reg.broker_name);
                 }
             }
             t.topics.retain(|_, per_broker| !per_broker.is_empty());
-            for cfg in &reg.topics {
+            for cfg in topics {
                 t.topics.entry(cfg.topic_name.clone()).or_default().insert(
                     reg.broker_name.clone(),
                     QueueData {
@@ -277,8 +299,41 @@ mod tests {
                 timestamp: 1,
                 counter,
             },
-            topics: topics.iter().map(|t| TopicConfig::new(*t, 4)).collect(),
+            topics: Some(topics.iter().map(|t| TopicConfig::new(*t, 4)).collect()),
             connection_id: conn,
+        }
+    }
+
+    #[test]
+    fn registration_without_topics_applies_only_to_a_known_unchanged_master() {
+        let m = RouteInfoManager::new();
+        let bare = |counter| Registration {
+            topics: None,
+            ..reg("a", "h1:1", 0, &[], 1, counter)
+        };
+        assert!(bare(1).needs_topics_of(&m), "a new master");
+        assert!(m.topic_list().is_empty(), "nothing applied");
+        m.register_broker(reg("a", "h1:1", 0, &["T1"], 1, 1));
+        let r = m.register_broker(bare(1));
+        assert!(!r.needs_topics, "same version: applied");
+        assert_eq!(m.topic_list(), vec!["T1"], "topics kept");
+        assert!(bare(2).needs_topics_of(&m), "changed version");
+        assert_eq!(m.topic_list(), vec!["T1"]);
+        m.unregister_broker("h1:1");
+        assert!(bare(1).needs_topics_of(&m), "gone, then back");
+        let slave = Registration {
+            topics: None,
+            ..reg("a", "h3:1", 1, &[], 3, 1)
+        };
+        assert!(
+            !m.register_broker(slave).needs_topics,
+            "slaves' topics are not used"
+        );
+    }
+
+    impl Registration {
+        fn needs_topics_of(self, m: &RouteInfoManager) -> bool {
+            m.register_broker(self).needs_topics
         }
     }
 

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
-use crate::mapped_file::COMMIT_LOG_RESERVE_STEP;
+use crate::mapped_file::FileKind;
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::padded::Padded;
 use rocketpy_protocol::flag::message as sys_flag;
@@ -136,7 +136,7 @@ impl CommitLog {
         file_size: usize,
     ) -> Self {
         CommitLog {
-            files: MappedFileQueue::new(storage, dir, file_size, COMMIT_LOG_RESERVE_STEP)
+            files: MappedFileQueue::new(storage, dir, file_size, FileKind::COMMIT_LOG)
                 .with_preallocation(),
             state: Padded(std::sync::Mutex::new(PutState::default())),
             locked_since: Padded(std::sync::atomic::AtomicI64::new(0)),

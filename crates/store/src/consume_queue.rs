@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
-use crate::mapped_file::{MappedFile, QUEUE_RESERVE_STEP};
+use crate::mapped_file::{FileKind, MappedFile};
 use crate::mapped_file_queue::MappedFileQueue;
 
 /// Bytes per unit.
@@ -130,7 +130,7 @@ impl ConsumeQueue {
                 storage,
                 root.join(topic).join(queue_id.to_string()),
                 file_size,
-                QUEUE_RESERVE_STEP,
+                FileKind::QUEUE,
             ),
             min_logic_offset: AtomicI64::new(0),
         }

@@ -134,6 +134,10 @@ impl IndexFile {
         let region = storage
             .map(path, size, create)
             .map_err(|e| StoreError::io(path, e))?;
+        // Slots and entries are touched one page at a time, in hash order.
+        region
+            .no_read_around()
+            .map_err(|e| StoreError::io(path, e))?;
         let file = IndexFile {
             path: path.to_path_buf(),
             region,
@@ -141,7 +145,7 @@ impl IndexFile {
             max_index,
             reserved: Reserved::new(
                 HEADER_SIZE + slot_num * SLOT_SIZE,
-                crate::mapped_file::QUEUE_RESERVE_STEP,
+                crate::mapped_file::FileKind::QUEUE.reserve_step,
             ),
             lock: RwLock::new(IndexHeader::default()),
         };

@@ -46,6 +46,11 @@ pub trait Region: Send + Sync {
         let _ = (offset, len);
         Ok(())
     }
+    /// Stops page faults in the mapping from reading the pages around the faulting one
+    /// (for files accessed a page at a time). Changes no byte.
+    fn no_read_around(&self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The lock that keeps a second process off a store directory while held.
@@ -131,6 +136,21 @@ impl Region for FsRegion {
                 self.as_ptr().add(start) as *mut libc::c_void,
                 end - start,
                 libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn no_read_around(&self) -> io::Result<()> {
+        // SAFETY: advice over exactly the mapping; it changes no byte.
+        let rc = unsafe {
+            libc::madvise(
+                self.as_ptr() as *mut libc::c_void,
+                self.len(),
+                libc::MADV_RANDOM,
             )
         };
         if rc != 0 {

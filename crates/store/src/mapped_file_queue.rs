@@ -16,7 +16,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
-use crate::mapped_file::{parse_file_name, MappedFile};
+use crate::mapped_file::{parse_file_name, FileKind, MappedFile};
 use crate::padded::Padded;
 
 /// A file mapped ahead of need, by offset; `None` while it is being prepared or after failure.
@@ -27,8 +27,8 @@ pub struct MappedFileQueue {
     storage: Arc<dyn Storage>,
     dir: PathBuf,
     file_size: usize,
-    /// Largest reservation step of its files (see [`MappedFile::reserve_to`]).
-    reserve_step: usize,
+    /// How its files get disk blocks and pages.
+    kind: FileKind,
     files: RwLock<Vec<Arc<MappedFile>>>,
     /// The write lock, holding the tail (`None` = not looked up yet).
     write_lock: Padded<Mutex<Option<Arc<MappedFile>>>>,
@@ -57,19 +57,18 @@ impl std::fmt::Debug for MappedFileQueue {
 }
 
 impl MappedFileQueue {
-    /// A queue over `dir` (not yet loaded) whose files get their disk blocks in steps of at
-    /// most `reserve_step`.
+    /// A queue over `dir` (not yet loaded) of files of one kind.
     pub fn new(
         storage: Arc<dyn Storage>,
         dir: impl Into<PathBuf>,
         file_size: usize,
-        reserve_step: usize,
+        kind: FileKind,
     ) -> Self {
         MappedFileQueue {
             storage,
             dir: dir.into(),
             file_size,
-            reserve_step,
+            kind,
             files: RwLock::new(Vec::new()),
             write_lock: Padded(Mutex::new(None)),
             spare: Arc::default(),
@@ -139,12 +138,7 @@ impl MappedFileQueue {
                     ),
                 ));
             }
-            let file = MappedFile::open(
-                self.storage.as_ref(),
-                path,
-                self.file_size,
-                self.reserve_step,
-            )?;
+            let file = MappedFile::open(self.storage.as_ref(), path, self.file_size, self.kind)?;
             // Until recovery says otherwise, every loaded file counts as fully written.
             file.reset_positions(self.file_size);
             files.push(Arc::new(file));
@@ -248,7 +242,7 @@ impl MappedFileQueue {
             self.storage.clone(),
             self.dir.clone(),
             self.file_size,
-            self.reserve_step,
+            self.kind,
         );
         let mut background = self.background.lock();
         if let Some(previous) = background.take() {
@@ -398,7 +392,7 @@ impl QueueWriter<'_> {
             &q.dir,
             offset,
             q.file_size,
-            q.reserve_step,
+            q.kind,
         )?);
         *spare = Some((offset, file.clone()));
         Ok(file)
@@ -414,7 +408,7 @@ impl QueueWriter<'_> {
                 &q.dir,
                 offset,
                 q.file_size,
-                q.reserve_step,
+                q.kind,
             )?),
         };
         q.files.write().push(file.clone());

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
-use rocketpy_store::{GetMessageStatus, PutStatus};
+use rocketpy_store::{GetMessageStatus, MessageStore, PutStatus};
 
-use crate::common::{body_of, message, open};
+use crate::common::{body_of, config, message, open};
 
 #[test]
 fn put_and_get_across_file_boundaries() {
@@ -200,5 +200,54 @@ fn prepared_queues_have_their_file_before_the_first_message() {
     let store = open(dir.path());
     assert_eq!(store.max_offset_in_queue("T", 1), 0);
     assert_eq!(store.max_offset_in_queue("T", 2), 1);
+    store.shutdown().unwrap();
+}
+
+/// Pages of `path` in the page cache.
+fn resident_pages(path: &std::path::Path) -> usize {
+    let file = std::fs::File::open(path).unwrap();
+    let map = unsafe { memmap2::Mmap::map(&file) }.unwrap();
+    let pages = map.len().div_ceil(4096);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: mincore over exactly our own mapping, into a vector of one byte per page.
+    let rc = unsafe {
+        libc::mincore(
+            map.as_ptr() as *mut libc::c_void,
+            map.len(),
+            vec.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0);
+    vec.iter().filter(|b| **b & 1 == 1).count()
+}
+
+#[test]
+fn a_new_queue_and_index_file_hold_only_the_pages_they_use() {
+    // RocketMQ's sizes: a 6 MB consume-queue file and a 400 MB index file. The kernel's
+    // read-around would fill the page cache with up to read_ahead_kb of zero pages at the
+    // first fault in each (1.5 ms for a queue's first message, and memory for nothing).
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path(), 1 << 20, 300_000 * 20)).unwrap();
+    store
+        .put_message(message("Fresh", 3, b"one".to_vec(), "A"))
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while store.query_message("Fresh", "k", 1, 0, i64::MAX).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "never indexed");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let cq = dir.path().join("consumequeue/Fresh/3/00000000000000000000");
+    assert!(resident_pages(&cq) <= 2, "{} pages", resident_pages(&cq));
+    let index = std::fs::read_dir(dir.path().join("index"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(
+        resident_pages(&index) <= 8,
+        "{} pages",
+        resident_pages(&index)
+    );
     store.shutdown().unwrap();
 }

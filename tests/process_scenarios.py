@@ -8,6 +8,7 @@ import contextlib
 import multiprocessing
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -150,5 +151,8 @@ def fork(ns: str, topic: str) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C as an interactive program has it: a shell running the tests in the background
+    # (nohup, `cmd &`) starts them with SIGINT ignored, which Python then keeps.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     scenario, namesrv, arg = sys.argv[1], sys.argv[2], sys.argv[3]
     globals()[scenario](namesrv, arg)

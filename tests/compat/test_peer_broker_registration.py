@@ -1,0 +1,87 @@
+"""rocketpy's name server with a broker it did not write: rocketmq-rust 1.0's broker registers
+with it every second. The name server reads a registration's topic table only when the data
+version changed, so this checks both paths against that broker's own bodies: a new topic
+reaches the routes, and later unchanged registrations keep the topics and the broker alive.
+
+Marker ``compat_server`` (``make compat-servers``: a network namespace of its own, because
+that broker binds every interface).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from servers import namesrv
+from test_rocketmq_rust_servers import BIN, free_port
+
+from helpers import wait_until
+from rocketpy import Message, Producer
+from rocketpy.admin import Admin
+
+pytestmark = [pytest.mark.compat_server]
+
+
+def test_peer_broker_registers_topics_and_stays_alive(tmp_path: Path):
+    assert (BIN / "rocketmq-broker-rust").exists(), "build it with `make compat-rocketmq-rust`"
+    ns_port = free_port()
+    ns = namesrv(ns_port).start()
+    addr = f"127.0.0.1:{ns_port}"
+    broker_port, ha_port = free_port(3), free_port()
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "\n".join(
+            [
+                "brokerClusterName=DefaultCluster",
+                "brokerName=rust-broker",
+                "brokerId=0",
+                "brokerIP1=127.0.0.1",
+                "brokerIP2=127.0.0.1",
+                f"listenPort={broker_port}",
+                f"haListenPort={ha_port}",
+                f"namesrvAddr={addr}",
+                f"storePathRootDir={tmp_path / 'store'}",
+                "registerNameServerPeriod=1000",
+            ]
+        )
+    )
+    (tmp_path / "conf").mkdir()
+    with open(tmp_path / "broker.log", "w") as log:
+        broker = subprocess.Popen(
+            [BIN / "rocketmq-broker-rust", "-c", str(conf)],
+            env=dict(os.environ, ROCKETMQ_HOME=str(tmp_path)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        with Admin(addr) as admin:
+
+            def registered() -> bool:
+                try:
+                    return bool(admin.master_addrs())
+                except Exception:
+                    return False
+
+            assert wait_until(registered, timeout=60), (tmp_path / "broker.log").read_text()[-3000:]
+            # A new topic changes the broker's data version: its next registration carries it.
+            admin.create_topic("PeerRegistered", queues=4)
+            assert wait_until(lambda: admin.topic_route("PeerRegistered") is not None, timeout=30)
+            # Several unchanged registrations later, the topic and the broker are still there.
+            time.sleep(4)
+            route = admin.topic_route("PeerRegistered")
+            assert route is not None
+            assert [q.write_queue_nums for q in route.queue_datas] == [4]
+            assert admin.master_addrs() == [f"127.0.0.1:{broker_port}"]
+        with Producer("peer-reg-p", addr) as p:
+            assert p.send(Message("PeerRegistered", b"x")).msg_id
+    finally:
+        broker.terminate()
+        try:
+            broker.wait(30)
+        except subprocess.TimeoutExpired:
+            broker.kill()
+            broker.wait()
+        ns.stop()

@@ -85,10 +85,13 @@ def heartbeat_body(client_id: str, group: str, topic: str) -> bytes:
     ).encode()
 
 
-def time_registration(client: RemotingClient, namesrv: str, broker: str) -> list[float]:
+def time_registration(
+    client: RemotingClient, namesrv: str, broker: str
+) -> tuple[list[float], list[float]]:
     """Round trips of the name server's REGISTER_BROKER with the broker's whole topic table,
     as the broker sends it every registerNameServerPeriod (the same broker, topics and
-    addresses, so the routes do not change)."""
+    addresses, so the routes do not change), and of the QUERY_DATA_VERSION that replaces it
+    when the broker has ``forceRegister=false``."""
     table = client.invoke(broker, RequestCode.GET_ALL_TOPIC_CONFIG, None, None, 10_000).body
     body = json.dumps(
         {"topicConfigSerializeWrapper": json.loads(table or b"{}"), "filterServerList": []}
@@ -110,7 +113,16 @@ def time_registration(client: RemotingClient, namesrv: str, broker: str) -> list
         samples.append(time.perf_counter() - t0)
         if resp.code != 0:
             raise SystemExit(f"registration refused: {resp.code} {resp.remark}")
-    return samples
+    version = json.dumps(json.loads(table or b"{}").get("dataVersion", {})).encode()
+    who = {k: header[k] for k in ("broker_name", "broker_addr", "cluster_name", "broker_id")}
+    queries = []
+    for _ in range(10):
+        t0 = time.perf_counter()
+        resp = client.invoke(namesrv, RequestCode.QUERY_DATA_VERSION, who, version, 10_000)
+        queries.append(time.perf_counter() - t0)
+        if resp.code != 0 or resp.header.changed:
+            raise SystemExit(f"data version query: {resp.code} {resp.remark} {resp.header}")
+    return samples, queries
 
 
 def main() -> None:
@@ -192,7 +204,7 @@ def main() -> None:
                     t0 = time.perf_counter()
                     client.invoke(dev.broker, RequestCode.HEART_BEAT, None, body, 5000)
                     beats.append(time.perf_counter() - t0)
-                registrations = time_registration(client, dev.namesrv, dev.broker)
+                registrations, queries = time_registration(client, dev.namesrv, dev.broker)
                 time.sleep(1.5)  # let the store flush
                 row = {
                     "topics": created,
@@ -204,6 +216,7 @@ def main() -> None:
                     "new_group_heartbeat_ms": round(mean_ms(new_beats[-100:]), 3),
                     "heartbeat_ms": round(mean_ms(beats), 3),
                     "registration_ms": round(mean_ms(registrations), 3),
+                    "version_query_ms": round(mean_ms(queries), 3),
                     "broker_rss_mb": round(rss(dev.proc.pid) / 1e6, 1),
                     "disk_mb": round(du(store) / 1e6, 1),
                 }
@@ -217,14 +230,16 @@ def main() -> None:
     print()
     print(
         "| topics (x4 queues) | create topic | first send to a new queue | second send | route lookup "
-        "| groups | new group's heartbeat | heartbeat | registration | broker RSS | disk (du) |"
+        "| groups | new group's heartbeat | heartbeat | registration | data version query "
+        "| broker RSS | disk (du) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['topics']:,} | {r['create_ms']} ms | {r['first_send_ms']} ms | {r['second_send_ms']} ms | "
             f"{r['route_lookup_ms']} ms | {r['groups']:,} | {r['new_group_heartbeat_ms']} ms | "
-            f"{r['heartbeat_ms']} ms | {r['registration_ms']} ms | {r['broker_rss_mb']} MB | {r['disk_mb']} MB |"
+            f"{r['heartbeat_ms']} ms | {r['registration_ms']} ms | {r['version_query_ms']} ms | "
+            f"{r['broker_rss_mb']} MB | {r['disk_mb']} MB |"
         )
     if len(rows) >= 2:
         print(

@@ -45,6 +45,7 @@ class RequestCode:
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER: Final = 206
     SEND_MESSAGE_V2: Final = 310
     SEND_BATCH_MESSAGE: Final = 320
+    QUERY_DATA_VERSION: Final = 322
     LITE_PULL_MESSAGE: Final = 361
 
 

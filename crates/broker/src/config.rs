@@ -37,6 +37,8 @@ rocketpy_protocol::config_struct! {
         broker_permission: i32 = 6 => "brokerPermission",
         /// Milliseconds between registrations with the name servers.
         register_name_server_period: u64 = 30_000 => "registerNameServerPeriod",
+        /// Whether periodic registrations send the topic table even when unchanged (false: ask first).
+        force_register: bool = true => "forceRegister",
         /// Milliseconds a registration may take.
         register_broker_timeout_mills: u64 = 6_000 => "registerBrokerTimeoutMills",
         /// Milliseconds between saves of consumer offsets.

@@ -4,9 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketpy_protocol::body::RegisterBrokerBody;
+use rocketpy_protocol::body::{fastjson, DataVersion, RegisterBrokerBody};
 use rocketpy_protocol::code::{request, response};
-use rocketpy_protocol::header::{RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader};
+use rocketpy_protocol::header::{
+    QueryDataVersionRequestHeader, QueryDataVersionResponseHeader, RegisterBrokerRequestHeader,
+    UnRegisterBrokerRequestHeader,
+};
 use rocketpy_protocol::RemotingCommand;
 
 use crate::BrokerInner;
@@ -46,17 +49,72 @@ fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
     )
 }
 
+/// Whether the name server at `addr` needs this broker's registration: asks it with
+/// QUERY_DATA_VERSION whether `version` is news (an unchanged answer also keeps the broker
+/// alive there). Unlike RocketMQ's broker, which skips a name server that answers with an
+/// error, any answer but a clear "unchanged" registers: a name server without the request
+/// (an old or foreign one) would otherwise expire the broker.
+async fn needs_registration(
+    broker: &BrokerInner,
+    addr: &str,
+    version: &DataVersion,
+    timeout: Duration,
+) -> bool {
+    let cfg = broker.config();
+    let body = match serde_json::to_vec(version) {
+        Ok(body) => body,
+        Err(_) => return true,
+    };
+    let req = RemotingCommand::request(request::QUERY_DATA_VERSION)
+        .with_header(&QueryDataVersionRequestHeader {
+            broker_name: cfg.broker_name.clone(),
+            broker_addr: broker.broker_addr.clone(),
+            cluster_name: cfg.broker_cluster_name.clone(),
+            broker_id: cfg.broker_id,
+        })
+        .with_body(body);
+    let resp = match broker.namesrv.invoke(addr, req, timeout).await {
+        Ok(resp) if resp.code == response::SUCCESS => resp,
+        Ok(resp) => {
+            tracing::debug!(namesrv = %addr, code = resp.code, "QUERY_DATA_VERSION refused; registering");
+            return true;
+        }
+        Err(e) => {
+            tracing::debug!(namesrv = %addr, error = %e, "QUERY_DATA_VERSION failed; registering");
+            return true;
+        }
+    };
+    let changed = resp
+        .decode_header::<QueryDataVersionResponseHeader>()
+        .ok()
+        .and_then(|h| h.changed)
+        .unwrap_or(true);
+    // As RocketMQ's broker does, a version in the answer that is not ours also means changed.
+    let differs = !resp.body.is_empty()
+        && fastjson::from_slice::<DataVersion>(&resp.body).map_or(true, |v| v != *version);
+    changed || differs
+}
+
 /// Registers with every name server concurrently; failures are logged and retried next period.
-pub async fn register_all(broker: &Arc<BrokerInner>) {
+/// Unless `force`, a name server that already has this broker's data version is only asked
+/// (QUERY_DATA_VERSION), not sent the topic table.
+pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
     let addrs = broker.config().namesrv_addrs();
     let timeout = Duration::from_millis(broker.config().register_broker_timeout_mills.max(100));
+    // A topic change after this read notifies `register_now`, whose registration is full.
+    let version = broker.topics.data_version();
     let mut tasks = Vec::new();
     for addr in addrs {
-        let Some(mut req) = register_request(broker) else {
-            return;
-        };
         let broker = broker.clone();
+        let version = version.clone();
         tasks.push(tokio::spawn(async move {
+            if !force && !needs_registration(&broker, &addr, &version, timeout).await {
+                tracing::trace!(namesrv = %addr, "name server has this data version");
+                return;
+            }
+            let Some(mut req) = register_request(&broker) else {
+                return;
+            };
             req.opaque = rocketpy_protocol::command::next_opaque();
             match broker.namesrv.invoke(&addr, req, timeout).await {
                 Ok(resp) if resp.code == response::SUCCESS => {
@@ -72,15 +130,18 @@ pub async fn register_all(broker: &Arc<BrokerInner>) {
     }
 }
 
-/// Registers now and then every period, or sooner when `register_now` is notified.
+/// Registers now and then every period (`forceRegister` decides whether the period's
+/// registration may be skipped where nothing changed), or at once, always in full, when
+/// `register_now` is notified (topics changed).
 pub async fn registration_loop(broker: Arc<BrokerInner>) {
     let period = broker.config().register_period();
+    let mut force = true;
     loop {
-        register_all(&broker).await;
-        tokio::select! {
-            _ = tokio::time::sleep(period) => {}
-            _ = broker.register_now.notified() => {}
-        }
+        register_all(&broker, force).await;
+        force = tokio::select! {
+            _ = tokio::time::sleep(period) => broker.config().force_register,
+            _ = broker.register_now.notified() => true,
+        };
     }
 }
 

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use rocketpy_protocol::body::topic::register_body_data_version;
-use rocketpy_protocol::body::{fastjson, RegisterBrokerBody, TopicList};
+use rocketpy_protocol::body::{fastjson, DataVersion, RegisterBrokerBody, TopicList};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::{
-    GetRouteInfoRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
-    UnRegisterBrokerRequestHeader,
+    GetRouteInfoRequestHeader, QueryDataVersionRequestHeader, QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
@@ -88,6 +88,27 @@ fn register_broker(
     Ok(Reply::Now(Some(resp)))
 }
 
+/// QUERY_DATA_VERSION: the broker's `DataVersion` (JSON body) against the one it last
+/// registered; the answer's `changed` tells it whether to register, and an unchanged version
+/// refreshes its liveness as a registration would.
+fn query_data_version(routes: &RouteInfoManager, req: &RemotingCommand) -> ProcessResult {
+    let h: QueryDataVersionRequestHeader = req.decode_header()?;
+    let version: DataVersion = fastjson::from_slice(&req.body).map_err(|e| {
+        ProcessError::new(
+            response::SYSTEM_ERROR,
+            format!("invalid DataVersion body: {e}"),
+        )
+    })?;
+    let (changed, known) = routes.query_data_version(&h.broker_addr, &version);
+    let mut resp = ok(req).with_header(&QueryDataVersionResponseHeader {
+        changed: Some(changed),
+    });
+    if let Some(known) = known {
+        resp = resp.with_body(json_body(&known)?);
+    }
+    Ok(Reply::Now(Some(resp)))
+}
+
 fn unregister_broker(routes: &RouteInfoManager, req: &RemotingCommand) -> ProcessResult {
     let h: UnRegisterBrokerRequestHeader = req.decode_header()?;
     routes.unregister_broker(&h.broker_addr);
@@ -115,6 +136,11 @@ pub fn processor_table(routes: Arc<RouteInfoManager>) -> ProcessorTable {
         Arc::new(move |conn: &Arc<Connection>, req: &RemotingCommand| {
             register_broker(&r, conn, req)
         }),
+    );
+    let r = routes.clone();
+    table.register(
+        request::QUERY_DATA_VERSION,
+        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| query_data_version(&r, req)),
     );
     let r = routes.clone();
     table.register(

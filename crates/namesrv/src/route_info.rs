@@ -168,6 +168,28 @@ impl RouteInfoManager {
         result
     }
 
+    /// QUERY_DATA_VERSION: whether `version` differs from what `broker_addr` last registered
+    /// (true when the broker is unknown), and the version this name server holds. An unchanged
+    /// answer counts as a heartbeat: a broker with `forceRegister=false` stays alive by
+    /// querying and registers only when this says changed.
+    pub fn query_data_version(
+        &self,
+        broker_addr: &str,
+        version: &DataVersion,
+    ) -> (bool, Option<DataVersion>) {
+        let mut t = self.tables.write();
+        match t.live.get_mut(broker_addr) {
+            Some(live) => {
+                let changed = live.data_version != *version;
+                if !changed {
+                    live.last_update = Instant::now();
+                }
+                (changed, Some(live.data_version.clone()))
+            }
+            None => (true, None),
+        }
+    }
+
     /// Removes one broker address (UNREGISTER_BROKER, a closed channel, or expiry).
     pub fn unregister_broker(&self, broker_addr: &str) {
         let mut t = self.tables.write();
@@ -298,6 +320,7 @@ mod tests {
             data_version: DataVersion {
                 timestamp: 1,
                 counter,
+                ..DataVersion::default()
             },
             topics: Some(topics.iter().map(|t| TopicConfig::new(*t, 4)).collect()),
             connection_id: conn,
@@ -328,6 +351,32 @@ mod tests {
         assert!(
             !m.register_broker(slave).needs_topics,
             "slaves' topics are not used"
+        );
+    }
+
+    #[test]
+    fn an_unchanged_data_version_query_keeps_the_broker_alive() {
+        let m = RouteInfoManager::new();
+        let v = |counter| DataVersion {
+            timestamp: 1,
+            counter,
+            ..DataVersion::default()
+        };
+        assert_eq!(m.query_data_version("h1:1", &v(1)), (true, None), "unknown");
+        m.register_broker(reg("a", "h1:1", 0, &["T1"], 1, 1));
+        assert_eq!(m.query_data_version("h1:1", &v(2)), (true, Some(v(1))));
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(m.query_data_version("h1:1", &v(1)), (false, Some(v(1))));
+        assert!(
+            m.scan_not_active(Duration::from_millis(20)).is_empty(),
+            "the unchanged query refreshed the broker"
+        );
+        std::thread::sleep(Duration::from_millis(30));
+        m.query_data_version("h1:1", &v(2));
+        assert_eq!(
+            m.scan_not_active(Duration::from_millis(20)),
+            vec!["h1:1"],
+            "a changed answer is not a heartbeat: the broker must register"
         );
     }
 

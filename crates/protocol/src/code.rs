@@ -50,6 +50,9 @@ codes! {
         GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206,
         SEND_MESSAGE_V2 = 310,
         SEND_BATCH_MESSAGE = 320,
+        /// A broker asks a name server whether its topic table's data version is news
+        /// (`forceRegister=false` brokers register only when it is).
+        QUERY_DATA_VERSION = 322,
         /// 5.x: a lite pull consumer's PULL_MESSAGE (same header and answer).
         LITE_PULL_MESSAGE = 361,
     }

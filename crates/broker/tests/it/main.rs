@@ -4,6 +4,8 @@
 
 mod broker;
 mod namesrv;
+mod registration;
+mod relay;
 mod wire;
 
 use std::net::SocketAddr;
@@ -22,6 +24,12 @@ pub struct Servers {
 
 impl Servers {
     pub fn start() -> Servers {
+        Servers::start_with(|namesrv| vec![("namesrvAddr", namesrv.to_string())])
+    }
+
+    /// Started with broker settings chosen knowing the name server's address (they must name
+    /// `namesrvAddr`).
+    pub fn start_with(settings: impl FnOnce(SocketAddr) -> Vec<(&'static str, String)>) -> Servers {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -35,18 +43,21 @@ impl Servers {
                 ..NamesrvConfig::default()
             }))
             .unwrap();
+        let settings_for = settings;
         let mut settings = BrokerSettings::new(store.path());
         for (k, v) in [
             ("bindAddress", "127.0.0.1"),
             ("brokerIP1", "127.0.0.1"),
             ("listenPort", "0"),
-            ("namesrvAddr", &namesrv.local_addr().to_string()),
             ("mapedFileSizeCommitLog", "1048576"),
             ("mapedFileSizeConsumeQueue", "6000"),
             ("maxHashSlotNum", "1000"),
             ("maxIndexNum", "4000"),
         ] {
             settings.set(k, v).unwrap();
+        }
+        for (k, v) in settings_for(namesrv.local_addr()) {
+            settings.set(k, &v).unwrap();
         }
         let broker = rt.block_on(Broker::start(settings)).unwrap();
         let servers = Servers {

@@ -9,6 +9,7 @@ const UNREGISTER_BROKER: i32 = 104;
 const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
 const GET_BROKER_CLUSTER_INFO: i32 = 106;
 const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
+const QUERY_DATA_VERSION: i32 = 322;
 const SUCCESS: i32 = 0;
 const SYSTEM_ERROR: i32 = 1;
 const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
@@ -81,6 +82,47 @@ fn java_broker_registration_routes_and_unregistration() {
     assert_eq!(gone.code, SUCCESS);
     let route = w.call(GET_ROUTEINFO_BY_TOPIC, &[("topic", "JavaTopic")], b"");
     assert_eq!(route.code, TOPIC_NOT_EXIST);
+}
+
+#[test]
+fn java_broker_data_version_query() {
+    let servers = Servers::start();
+    let mut w = Wire::connect(servers.namesrv_addr()).binary();
+    let who = [
+        ("brokerAddr", "127.0.0.1:20911"),
+        ("brokerId", "0"),
+        ("brokerName", "java-broker"),
+        ("clusterName", "JavaCluster"),
+    ];
+    // As a Java broker encodes its DataVersion with fastjson (5.x adds stateVersion).
+    let version = br#"{"counter":1,"stateVersion":0,"timestamp":1700000000000}"#;
+    let unknown = w.call(QUERY_DATA_VERSION, &who, version);
+    assert_eq!(unknown.code, SUCCESS);
+    assert_eq!(unknown.field("changed"), "true");
+    assert!(unknown.body.is_empty(), "no version known");
+
+    let body = register_body("JavaTopic");
+    let crc = crc(&body);
+    let mut fields = who.to_vec();
+    fields.push(("bodyCrc32", &crc));
+    assert_eq!(w.call(REGISTER_BROKER, &fields, &body).code, SUCCESS);
+    let same = w.call(QUERY_DATA_VERSION, &who, version);
+    assert_eq!(same.field("changed"), "false");
+    assert_eq!(same.json()["counter"], 1);
+    assert_eq!(same.json()["timestamp"], 1700000000000i64);
+    let newer = w.call(
+        QUERY_DATA_VERSION,
+        &who,
+        br#"{"counter":"2","timestamp":1700000000000}"#,
+    );
+    assert_eq!(
+        newer.field("changed"),
+        "true",
+        "numbers as strings are read"
+    );
+    let garbage = w.call(QUERY_DATA_VERSION, &who, b"{not json");
+    assert_eq!(garbage.code, SYSTEM_ERROR);
+    assert!(garbage.remark.unwrap_or_default().contains("DataVersion"));
 }
 
 #[test]

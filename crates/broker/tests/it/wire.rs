@@ -155,7 +155,11 @@ pub struct Wire {
 
 impl Wire {
     pub fn connect(addr: SocketAddr) -> Wire {
-        let sock = TcpStream::connect(addr).expect("connect");
+        Wire::over(TcpStream::connect(addr).expect("connect"))
+    }
+
+    /// Frames over an open socket (e.g. one a test accepted).
+    pub fn over(sock: TcpStream) -> Wire {
         sock.set_read_timeout(Some(Duration::from_secs(20)))
             .unwrap();
         Wire {
@@ -174,19 +178,24 @@ impl Wire {
     }
 
     pub fn read_frame(&mut self) -> Frame {
+        self.read_raw_frame().expect("frame").1
+    }
+
+    /// The next frame's bytes as they came and decoded; `None` when the peer closed.
+    pub fn read_raw_frame(&mut self) -> Option<(Vec<u8>, Frame)> {
         let mut prefix = [0u8; 8];
-        self.sock.read_exact(&mut prefix).expect("frame prefix");
+        self.sock.read_exact(&mut prefix).ok()?;
         let length = be_i32(&prefix[..4]) as usize;
         let mark = be_i32(&prefix[4..]) as u32;
         let serialize_type = (mark >> 24) as u8;
         let header_len = (mark & 0x00FF_FFFF) as usize;
         let mut rest = vec![0u8; length - 4];
-        self.sock.read_exact(&mut rest).expect("frame");
+        self.sock.read_exact(&mut rest).ok()?;
         let (code, opaque, flag, remark, fields) = match serialize_type {
             JSON => parse_json(&rest[..header_len]),
             _ => parse_binary(&rest[..header_len]),
         };
-        Frame {
+        let frame = Frame {
             code,
             opaque,
             flag,
@@ -194,7 +203,10 @@ impl Wire {
             fields,
             body: rest[header_len..].to_vec(),
             serialize_type,
-        }
+        };
+        let mut raw = prefix.to_vec();
+        raw.extend_from_slice(&rest);
+        Some((raw, frame))
     }
 
     /// Sends a request and returns its response (frames for other opaques are skipped).

@@ -63,6 +63,14 @@ pub struct DataVersion {
     /// Number of changes.
     #[serde(default)]
     pub counter: i64,
+    /// 5.x brokers' state version (part of equality there). Kept so a 5.x broker's version is
+    /// answered back whole; absent from what 4.x writes, so written only when set.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub state_version: i64,
+}
+
+fn is_zero(v: &i64) -> bool {
+    *v == 0
 }
 
 /// `config/topics.json` and the topic part of REGISTER_BROKER.

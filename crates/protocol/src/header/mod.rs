@@ -400,6 +400,7 @@ exchanges! {
     REGISTER_BROKER => RegisterBrokerRequestHeader, RegisterBrokerResponseHeader;
     UNREGISTER_BROKER => UnRegisterBrokerRequestHeader, _;
     GET_ROUTEINFO_BY_TOPIC => GetRouteInfoRequestHeader, _;
+    QUERY_DATA_VERSION => QueryDataVersionRequestHeader, QueryDataVersionResponseHeader;
     GET_BROKER_CLUSTER_INFO => _, _;
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER => _, _;
 }

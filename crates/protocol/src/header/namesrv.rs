@@ -1,4 +1,5 @@
-//! Name server requests: REGISTER_BROKER, UNREGISTER_BROKER, GET_ROUTEINFO_BY_TOPIC.
+//! Name server requests: REGISTER_BROKER, UNREGISTER_BROKER, QUERY_DATA_VERSION,
+//! GET_ROUTEINFO_BY_TOPIC.
 
 use super::header;
 
@@ -43,6 +44,29 @@ header! {
         cluster_name: String = "clusterName",
         /// 0 = master.
         broker_id: i64 = "brokerId",
+    }
+}
+
+header! {
+    /// `QueryDataVersionRequestHeader` (body: the broker's `DataVersion` as JSON).
+    pub struct QueryDataVersionRequestHeader {
+        /// The broker group.
+        broker_name: String = "brokerName",
+        /// The broker's address (the key the name server knows it by).
+        broker_addr: String = "brokerAddr",
+        /// Its cluster.
+        cluster_name: String = "clusterName",
+        /// 0 = master.
+        broker_id: i64 = "brokerId",
+    }
+}
+
+header! {
+    /// `QueryDataVersionResponseHeader` (body: the name server's `DataVersion` of the broker,
+    /// absent when it does not know the broker).
+    pub struct QueryDataVersionResponseHeader {
+        /// Whether the broker's version differs from the name server's (or it is unknown).
+        changed: Option<bool> = "changed",
     }
 }
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from helpers import wait_until
 from rocketpy.admin import Admin
 from rocketpy.bench.stats import Stats
 from rocketpy.message import MessageQueue
@@ -56,6 +57,23 @@ def test_producer_modes(shared_dev, mode, extra):
     ]
     # The warm-up message and the 2,000 timed ones.
     assert sum(admin.max_offset(mq) for mq in queues) == 2001
+
+
+def test_producer_transaction_mode_reports_both_rates(shared_dev):
+    text, result = bench(
+        "producer", "-n", shared_dev.namesrv, "-t", "BenchTx", "-c", "300", "--transaction",
+        "--threads", "2", "-i", "0.5",
+    )  # fmt: skip
+    assert result["mode"] == "transaction" and result["total"]["messages"] == 300, text
+    assert result["plain"]["messages"] == 300 and result["total"]["failures"] == 0
+    assert result["ratio"] > 0 and "transactional / plain synchronous sends:" in text
+    admin = Admin(shared_dev.namesrv)
+    route = admin.topic_route("BenchTx")
+    assert route is not None
+    queues = [MessageQueue("BenchTx", qd.broker_name, q) for qd in route.queue_datas
+              for q in range(qd.read_queue_nums)]  # fmt: skip
+    # Two warm-ups, 300 plain sends and 300 committed transactions.
+    assert wait_until(lambda: sum(admin.max_offset(mq) for mq in queues) == 602, 10)
 
 
 def test_consumer_reads_what_the_producer_sent(shared_dev):

@@ -138,7 +138,7 @@ def not_a_panic(e: BaseException) -> None:
 
 
 def test_hostile_answers_raise_errors_not_panics(hostile):
-    client = RemotingClient(request_handler=lambda code, header, body: None)
+    client = RemotingClient(request_handler=lambda code, header, body, peer: None)
     outcomes = {"answered": 0, "error": 0}
     try:
         for i in range(400):

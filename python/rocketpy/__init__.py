@@ -40,6 +40,12 @@ from rocketpy.errors import (
 from rocketpy.logs import set_native_log_level
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
 from rocketpy.producer import MessageQueueSelector, Producer, select_by_hash, select_random
+from rocketpy.transaction import (
+    LocalTransactionState,
+    TransactionListener,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "BrokerResponseError",
@@ -53,6 +59,7 @@ __all__ = [
     "DataLossError",
     "ForkedProcessError",
     "LitePullConsumer",
+    "LocalTransactionState",
     "Message",
     "MessageExt",
     "MessageListener",
@@ -70,6 +77,9 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "StoreLockedError",
+    "TransactionListener",
+    "TransactionProducer",
+    "TransactionSendResult",
     "__version__",
     "allocate_averagely",
     "allocate_averagely_by_circle",

@@ -57,7 +57,7 @@ class RemotingClient:
 
     def __init__(
         self,
-        request_handler: Callable[[int, Header, bytes], None] | None = None,
+        request_handler: Callable[[int, Header, bytes, str], None] | None = None,
         connect_timeout_ms: int = 3000,
     ) -> None: ...
     def invoke(

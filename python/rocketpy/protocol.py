@@ -118,6 +118,9 @@ class Property:
     MAX_RECONSUME_TIMES: Final = "MAX_RECONSUME_TIMES"
     CONSUME_START_TIMESTAMP: Final = "CONSUME_START_TIME"
     PRODUCER_GROUP: Final = "PGROUP"
+    TRANSACTION_PREPARED: Final = "TRAN_MSG"
+    TRANSACTION_CHECK_TIMES: Final = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS: Final = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 
 
 #: Template topic producers use before their topic has a route (auto-creation).

@@ -55,6 +55,14 @@ rocketpy_protocol::config_struct! {
         wait_time_mills_in_send_queue: u64 = 200 => "waitTimeMillsInSendQueue",
         /// Milliseconds a put may be stuck in the store before sends answer SYSTEM_BUSY.
         os_page_cache_busy_time_out_mills: u64 = 1000 => "osPageCacheBusyTimeOutMills",
+        /// Whether prepared (transactional) sends are refused.
+        reject_transaction_message: bool = false => "rejectTransactionMessage",
+        /// Milliseconds a half message waits for its outcome before the broker asks its producer.
+        transaction_time_out: u64 = 6_000 => "transactionTimeOut",
+        /// Checks of one half message before it is moved to TRANS_CHECK_MAX_TIME_TOPIC.
+        transaction_check_max: i32 = 15 => "transactionCheckMax",
+        /// Milliseconds between the broker's rounds of transaction checks.
+        transaction_check_interval: u64 = 60_000 => "transactionCheckInterval",
         /// Milliseconds a queue lock lives without renewal (RocketMQ's system property).
         rebalance_lock_max_live_time: u64 = 60_000 => "rebalanceLockMaxLiveTime",
     }

@@ -10,11 +10,13 @@ pub mod consumer_offset;
 pub mod error;
 pub mod long_polling;
 pub mod processor;
+pub mod producer_manager;
 pub mod rebalance_lock;
 pub mod register;
 pub mod subscription;
 pub mod subscription_group;
 pub mod topic_config;
+pub mod transaction;
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -45,6 +47,10 @@ pub struct BrokerInner {
     pub offsets: ConsumerOffsetManager,
     /// Consumer groups (members, subscriptions).
     pub consumers: ConsumerManager,
+    /// Producer groups (members), for transaction checks.
+    pub producers: producer_manager::ProducerManager,
+    /// Transactions' state, read back from the store.
+    pub transactions: transaction::Transactions,
     /// Subscription group settings (retry, permissions).
     pub groups: subscription_group::SubscriptionGroupManager,
     /// Queue locks of orderly consumers.
@@ -162,6 +168,8 @@ impl Broker {
             topics,
             offsets,
             consumers: ConsumerManager::new(),
+            producers: producer_manager::ProducerManager::default(),
+            transactions: transaction::Transactions::default(),
             groups,
             locks,
             hold,
@@ -171,6 +179,7 @@ impl Broker {
 
         let mut tasks = Vec::new();
         tasks.push(tokio::spawn(register::registration_loop(inner.clone())));
+        tasks.push(tokio::spawn(transaction::check::check_loop(inner.clone())));
         let housekeeping = inner.clone();
         tasks.push(tokio::spawn(async move {
             let period = Duration::from_millis(
@@ -200,6 +209,7 @@ impl Broker {
                         tracing::error!(error = %e, "writing subscriptionGroup.json failed (changes stay in its journal)");
                     }
                 }
+                housekeeping.producers.scan_expired(expiry);
                 for changed in housekeeping.consumers.scan_expired(expiry) {
                     processor::client::notify_consumer_ids_changed(changed);
                 }

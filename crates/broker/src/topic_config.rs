@@ -187,7 +187,9 @@ impl TopicConfigManager {
         self.create_system_topic(&dlq_topic(group), 1, perm::WRITE)
     }
 
-    fn create_system_topic(
+    /// `topic` as it is, or created with `queues` queues and `perm` if it does not exist;
+    /// returns its config and whether it was created just now.
+    pub fn create_system_topic(
         &self,
         topic: &str,
         queues: i32,

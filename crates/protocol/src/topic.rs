@@ -15,6 +15,15 @@ pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
 pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
 /// Where delayed messages wait, one queue per delay level (queue id = level - 1).
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+/// Half (prepared) messages of transactions, queue 0, until their outcome is known.
+pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
+/// Outcomes of half messages: one record per resolved half (tag `d`, body its half offset).
+pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
+/// Half messages whose producers never answered `transactionCheckMax` checks.
+pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
+/// The group under whose offsets the broker keeps its progress through the half and op
+/// queues (in `consumerOffset.json`, as RocketMQ keeps it).
+pub const TRANS_CHECK_GROUP: &str = "CID_RMQ_SYS_TRANS";
 /// Prefix of a consumer group's retry topic.
 pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 /// Prefix of a consumer group's dead-letter topic.

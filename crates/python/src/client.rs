@@ -100,7 +100,7 @@ struct PyRequestHandler {
 }
 
 impl RequestHandler for PyRequestHandler {
-    fn handle(&self, _conn: &Arc<Connection>, request: RemotingCommand) -> Reply {
+    fn handle(&self, conn: &Arc<Connection>, request: RemotingCommand) -> Reply {
         let answer = (!request.is_oneway()).then(|| {
             RemotingCommand::response_to(
                 &request,
@@ -113,10 +113,12 @@ impl RequestHandler for PyRequestHandler {
         });
         // An Arc clone: the I/O thread never takes the GIL.
         let handler = self.handler.clone();
+        // Whom to answer: a check of a transaction is answered to the broker that asked.
+        let peer = conn.peer().to_string();
         callbacks::submit(move |py| {
             let header = Header::of_request(request.code, request.ext_fields);
             let body = PyBytes::new(py, &request.body);
-            callbacks::call_reporting(py, &handler, (request.code, header, body));
+            callbacks::call_reporting(py, &handler, (request.code, header, body, peer));
         });
         Reply::Now(answer)
     }

@@ -3,21 +3,25 @@
 Each thread sends new :class:`~rocketpy.Message` objects of ``size`` bytes (optionally with
 tags and a unique key each), synchronously or with up to ``window`` asynchronous requests in
 flight, one by one or ``batch`` per request. Latency is per request: for batches, the time of
-the whole batch.
+the whole batch. ``--transaction`` runs synchronous sends twice in one run, plain and then as
+transactional messages (half message, local transaction that commits at once,
+END_TRANSACTION), and prints the ratio of their rates.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import threading
 import time
 from dataclasses import asdict, dataclass
 
 from rocketpy.bench.runner import add_common_arguments, print_json, report_until, settings
-from rocketpy.bench.stats import Stats
+from rocketpy.bench.stats import Report, Stats
 from rocketpy.errors import RocketpyError
 from rocketpy.message import Message, SendResult
 from rocketpy.producer import Producer, SendCallback
+from rocketpy.transaction import LocalTransactionState, TransactionProducer
 
 
 @dataclass
@@ -34,6 +38,7 @@ class ProducerBench:
     batch: int = 1
     use_async: bool = False
     window: int = 256
+    transaction: bool = False
     count: int | None = None
     duration: float | None = None
     interval: float = 1.0
@@ -88,7 +93,9 @@ class _Worker:
     def send_sync(self, msgs: list[Message]) -> None:
         t0 = time.perf_counter()
         try:
-            if len(msgs) == 1 and self.bench.batch <= 1:
+            if isinstance(self.producer, TransactionProducer):
+                self.producer.send_message_in_transaction(msgs[0])
+            elif len(msgs) == 1 and self.bench.batch <= 1:
                 self.producer.send(msgs[0])
             else:
                 self.producer.send_batch(msgs)
@@ -122,9 +129,17 @@ class _Worker:
             stats.failed(n, e)
 
 
-def run(bench: ProducerBench, json_out: bool = False) -> int:
-    """Runs the benchmark, printing as it goes; returns the process exit code."""
-    producer = Producer(bench.group, bench.namesrv)
+class _CommitAll:
+    """The benchmark's local transactions: nothing to do, commit."""
+
+    def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    def check_local_transaction(self, msg: object) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+
+def _run_with(bench: ProducerBench, producer: Producer, label: str, json_out: bool) -> Report:
     producer.start()
     try:
         # Route (and auto-created topic) ready before timing starts.
@@ -135,7 +150,7 @@ def run(bench: ProducerBench, json_out: bool = False) -> int:
             threading.Thread(
                 target=_Worker(bench, producer, stats, stop, i).run,
                 args=(quota,),
-                name=f"bench-producer-{i}",
+                name=f"bench-{label}-{i}",
                 daemon=True,
             )
             for i, quota in enumerate(_quotas(bench.count, bench.threads))
@@ -144,7 +159,7 @@ def run(bench: ProducerBench, json_out: bool = False) -> int:
             w.start()
         total = report_until(
             stats,
-            "producer",
+            label,
             bench.interval,
             lambda: not any(w.is_alive() for w in workers),
             bench.duration,
@@ -153,10 +168,37 @@ def run(bench: ProducerBench, json_out: bool = False) -> int:
         for w in workers:
             w.join(timeout=35)
         if json_out:
-            print_json("producer", total, stats, asdict(bench))
-        return 0
+            print_json(label, total, stats, asdict(bench))
+        return total
     finally:
         producer.shutdown()
+
+
+def run(bench: ProducerBench, json_out: bool = False) -> int:
+    """Runs the benchmark, printing as it goes; returns the process exit code."""
+    if not bench.transaction:
+        _run_with(bench, Producer(bench.group, bench.namesrv), "producer", json_out)
+        return 0
+    bench.use_async, bench.batch = False, 1
+    plain = _run_with(bench, Producer(bench.group, bench.namesrv), "producer", False)
+    tx_producer = TransactionProducer(f"{bench.group}_tx", bench.namesrv, _CommitAll())
+    tx = _run_with(bench, tx_producer, "transaction", False)
+    ratio = tx.tps / plain.tps if plain.tps else 0.0
+    print(
+        f"transactional / plain synchronous sends: {ratio:.2f} "
+        f"({tx.tps:,.0f} vs {plain.tps:,.0f} msg/s)",
+        flush=True,
+    )
+    if json_out:
+        summary = {
+            "mode": "transaction",
+            "settings": asdict(bench),
+            "total": tx.as_dict(),
+            "plain": plain.as_dict(),
+            "ratio": round(ratio, 3),
+        }
+        print(json.dumps(summary), flush=True)
+    return 0
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -171,6 +213,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("-b", "--batch", type=int, default=1, help="messages per request")
     p.add_argument("-a", "--async", dest="use_async", action="store_true", help="send_async")
     p.add_argument("--window", type=int, default=256, help="async requests in flight per thread")
+    p.add_argument(
+        "--transaction",
+        action="store_true",
+        help="plain then transactional synchronous sends, and the ratio of their rates",
+    )
 
     def main(args: argparse.Namespace) -> int:
         return run(settings(ProducerBench, args), json_out=args.json)

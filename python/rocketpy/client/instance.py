@@ -19,13 +19,19 @@ import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from rocketpy._native import ForkedProcessError, Header, RemotingClient, RemotingResponse
+from rocketpy._native import (
+    ForkedProcessError,
+    Header,
+    RemotingClient,
+    RemotingResponse,
+    decode_messages,
+)
 from rocketpy._util import local_ip
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError
 from rocketpy.message import MessageQueue
-from rocketpy.protocol import MASTER_ID, RequestCode, ResponseCode
+from rocketpy.protocol import MASTER_ID, Property, RequestCode, ResponseCode
 
 log = logging.getLogger("rocketpy.client")
 
@@ -422,12 +428,32 @@ class ClientInstance:
             except Exception as e:
                 log.warning("heartbeat to %s failed: %s", addr, e)
 
-    def _on_server_request(self, code: int, header: Header, body: bytes) -> None:
+    def _on_server_request(self, code: int, header: Header, body: bytes, peer: str) -> None:
         if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:
             log.info("group %s changed; rebalancing now", header.consumer_group)
             self.rebalance_now()
+        elif code == RequestCode.CHECK_TRANSACTION_STATE:
+            self._check_transaction_state(header, body, peer)
         else:
             log.debug("ignoring server request code %s", code)
+
+    def _check_transaction_state(self, header: Header, body: bytes, peer: str) -> None:
+        """Hands a broker's question about a transaction to the producer of its group."""
+        try:
+            [msg] = decode_messages(body)
+        except Exception as e:
+            log.warning("unreadable CHECK_TRANSACTION_STATE from %s: %s", peer, e)
+            return
+        group = msg.get_property(Property.PRODUCER_GROUP) or ""
+        with self._lock:
+            producer = self._producers.get(group)
+        check = getattr(producer, "check_transaction_state", None)
+        if check is None:
+            log.debug(
+                "check of a transaction of group %r, which has no transaction producer here", group
+            )
+            return
+        check(peer, header, msg)
 
     # -- rebalance and offsets --------------------------------------------------------------
 

@@ -53,6 +53,11 @@ pub fn heart_beat(
             "HeartbeatData.clientID is empty",
         ));
     }
+    for producer in &data.producer_data_set {
+        broker
+            .producers
+            .register(&producer.group_name, &data.client_id, conn);
+    }
     for consumer in &data.consumer_data_set {
         let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", consumer.group_name);
         if validate_topic(&retry).is_err() {
@@ -79,6 +84,9 @@ pub fn unregister_client(
     req: &RemotingCommand,
 ) -> ProcessResult {
     let h: UnregisterClientRequestHeader = req.decode_header()?;
+    if let Some(group) = h.producer_group.as_deref().filter(|g| !g.is_empty()) {
+        broker.producers.unregister(group, &h.client_id);
+    }
     if let Some(group) = h.consumer_group.filter(|g| !g.is_empty()) {
         if let Some(changed) = broker.consumers.unregister(&group, &h.client_id) {
             tracing::info!(group, client = h.client_id, "consumer unregistered");

@@ -8,6 +8,7 @@ pub mod pull;
 pub mod query;
 pub mod retry;
 pub mod send;
+pub mod transaction;
 
 use std::sync::{Arc, OnceLock};
 
@@ -52,6 +53,10 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     t.register(
         request::CONSUMER_SEND_MSG_BACK,
         route(&slot, retry::consumer_send_msg_back),
+    );
+    t.register(
+        request::END_TRANSACTION,
+        route(&slot, transaction::end_transaction),
     );
     t.register(request::LOCK_BATCH_MQ, route(&slot, lock::lock_batch));
     t.register(request::UNLOCK_BATCH_MQ, route(&slot, lock::unlock_batch));
@@ -116,6 +121,7 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     let close_slot = slot.clone();
     t.on_close(Arc::new(move |conn: &Arc<Connection>| {
         if let Some(broker) = close_slot.get() {
+            broker.producers.on_connection_closed(conn.id());
             for changed in broker.consumers.on_connection_closed(conn.id()) {
                 client::notify_consumer_ids_changed(changed);
             }

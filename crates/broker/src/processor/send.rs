@@ -14,6 +14,7 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::MessageToStore;
 use rocketpy_protocol::topic::{
     validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC,
+    TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
 };
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
@@ -22,6 +23,7 @@ use super::{
     check_broker_writeable, dlq_topic, ok, retry_topic, spread_queue, store_error, system_error,
     with_flush_wait,
 };
+use crate::transaction::half;
 use crate::BrokerInner;
 
 /// Handles SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE. A batch goes to one queue,
@@ -61,11 +63,18 @@ pub fn process(
     for item in &items {
         check_body_size(broker, item.body.len())?;
     }
+    let prepared = items
+        .iter()
+        .any(|it| half::is_prepared(&it.properties, h.sys_flag));
+    if prepared {
+        check_prepared(broker, batch)?;
+    }
     let (topic, queue_id) = retry_or_dlq(broker, &h, queue_id)?;
     let wait = waits_for_store(&items);
     let msgs: Vec<MessageToStore> = items
         .into_iter()
         .map(|item| message(broker, conn, &h, (&topic, queue_id), item))
+        .map(|msg| if prepared { half::to_half(msg) } else { msg })
         .collect();
     let appended = broker
         .store
@@ -90,6 +99,37 @@ pub fn process(
     ))
 }
 
+/// A transaction's prepared message is accepted unless the broker refuses them
+/// (`rejectTransactionMessage`) or it comes in a batch (RocketMQ's producers never batch
+/// them: each has its own outcome). The transaction topics exist from the first one on.
+fn check_prepared(broker: &Arc<BrokerInner>, batch: bool) -> Result<(), ProcessError> {
+    if broker.config().reject_transaction_message {
+        return Err(ProcessError::new(
+            response::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending transaction message is forbidden",
+                broker.config().broker_name
+            ),
+        ));
+    }
+    if batch {
+        return Err(ProcessError::new(
+            response::MESSAGE_ILLEGAL,
+            "[BATCH] transactional (prepared) messages cannot be sent in a batch",
+        ));
+    }
+    for topic in [TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC] {
+        let (_, created) = broker
+            .topics
+            .create_system_topic(topic, 1, perm::READ_WRITE)
+            .map_err(system_error)?;
+        if created {
+            broker.register_now.notify_one();
+        }
+    }
+    Ok(())
+}
+
 /// Whether the answer waits for the disk under SYNC_FLUSH: unless every message says
 /// `WAIT=false`. Decided here because the stored properties leave `WAIT` out.
 fn waits_for_store(items: &[BatchItem]) -> bool {
@@ -108,7 +148,14 @@ fn check_topic(
     let cfg = broker.config();
     check_broker_writeable(broker)?;
     validate_topic(&h.topic).map_err(system_error)?;
-    if h.topic == AUTO_CREATE_TOPIC_KEY_TOPIC || h.topic == SCHEDULE_TOPIC {
+    if [
+        AUTO_CREATE_TOPIC_KEY_TOPIC,
+        SCHEDULE_TOPIC,
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+    ]
+    .contains(&h.topic.as_str())
+    {
         return Err(ProcessError::new(
             response::NO_PERMISSION,
             format!("Sending message to topic[{}] is forbidden.", h.topic),

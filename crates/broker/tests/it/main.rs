@@ -6,6 +6,7 @@ mod broker;
 mod namesrv;
 mod registration;
 mod relay;
+mod transaction;
 mod wire;
 
 use std::net::SocketAddr;

@@ -259,6 +259,9 @@ pub fn batch_item(flag: i32, body: &[u8], props: &str) -> Vec<u8> {
 #[derive(Debug)]
 pub struct Record {
     pub queue_offset: i64,
+    pub physical_offset: i64,
+    pub sys_flag: i32,
+    pub prepared_transaction_offset: i64,
     pub body: Vec<u8>,
     pub topic: String,
     pub properties: String,
@@ -275,6 +278,9 @@ pub fn records(mut data: &[u8]) -> Vec<Record> {
             "message magic code"
         );
         let queue_offset = i64::from_be_bytes(data[20..28].try_into().unwrap());
+        let physical_offset = i64::from_be_bytes(data[28..36].try_into().unwrap());
+        let sys_flag = be_i32(&data[36..40]);
+        let prepared_transaction_offset = i64::from_be_bytes(data[76..84].try_into().unwrap());
         let body_len = be_i32(&data[84..88]) as usize;
         let body = data[88..88 + body_len].to_vec();
         let t = 88 + body_len;
@@ -286,6 +292,9 @@ pub fn records(mut data: &[u8]) -> Vec<Record> {
         assert_eq!(p + 2 + prop_len, total, "record size adds up");
         out.push(Record {
             queue_offset,
+            physical_offset,
+            sys_flag,
+            prepared_transaction_offset,
             body,
             topic,
             properties,

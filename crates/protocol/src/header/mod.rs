@@ -26,6 +26,7 @@ mod offset;
 mod pull;
 mod query;
 mod send;
+mod transaction;
 
 pub use admin::*;
 pub use consumer::*;
@@ -34,6 +35,7 @@ pub use offset::*;
 pub use pull::*;
 pub use query::*;
 pub use send::*;
+pub use transaction::*;
 
 use crate::code::request;
 use crate::command::{ExtFields, RemotingCommand};
@@ -389,6 +391,8 @@ exchanges! {
     HEART_BEAT => _, _;
     UNREGISTER_CLIENT => UnregisterClientRequestHeader, _;
     CONSUMER_SEND_MSG_BACK => ConsumerSendMsgBackRequestHeader, _;
+    END_TRANSACTION => EndTransactionRequestHeader, _;
+    CHECK_TRANSACTION_STATE => CheckTransactionStateRequestHeader, _;
     GET_CONSUMER_LIST_BY_GROUP => GetConsumerListByGroupRequestHeader, _;
     NOTIFY_CONSUMER_IDS_CHANGED => NotifyConsumerIdsChangedRequestHeader, _;
     LOCK_BATCH_MQ => _, _;

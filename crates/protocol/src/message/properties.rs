@@ -26,6 +26,8 @@ pub mod keys {
     pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
     pub const CONSUME_START_TIMESTAMP: &str = "CONSUME_START_TIME";
     pub const CLUSTER: &str = "CLUSTER";
+    pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 }
 
 /// Encodes name/value pairs.
@@ -73,6 +75,11 @@ pub fn pairs(s: &str) -> impl Iterator<Item = (&str, &str)> {
     })
 }
 
+/// `s` without the properties named in `names`, the others in their order.
+pub fn without(s: &str, names: &[&str]) -> String {
+    encode(pairs(s).filter(|(k, _)| !names.contains(k)))
+}
+
 /// Finds one property without decoding the rest. This runs on every put and for every
 /// indexed record, on strings of a few items: a walk over the item separators beats building
 /// a substring searcher (which allocates) each call.
@@ -110,6 +117,10 @@ mod tests {
         let map = decode(&s);
         assert_eq!(map["KEYS"], "k1 k2");
         assert_eq!(find(&s, "UNIQ_KEY"), Some("ABC"));
+        assert_eq!(
+            without(&s, &["KEYS", "NOPE"]),
+            encode([("TAGS", "TagA"), ("UNIQ_KEY", "ABC")])
+        );
         assert_eq!(find(&s, "NOPE"), None);
         assert!(decode("garbage").is_empty());
         assert_eq!(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +34,24 @@ def dev_factory(tmp_path: Path) -> Iterator[type[DevProcess]]:
     yield Tracked
     for dev in started:
         dev.stop()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """A local SparkSession (2 cores) for a test module (the Spark tests: ``-m spark``)."""
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("rocketpy-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -144,3 +144,41 @@ def test_a_killed_producer_is_answered_for_by_another_of_its_group(
             assert msg.body == b"orphan"
     finally:
         got.consumer.shutdown()  # type: ignore[attr-defined]
+
+
+def test_asyncio_producer_with_coroutine_listener(tx_dev: DevProcess):
+    import asyncio
+
+    from rocketpy.aio import AsyncTransactionProducer
+
+    topic = f"TxAio{uuid.uuid4().hex[:6]}"
+    checked: list[str] = []
+
+    class Orders:
+        async def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+            await asyncio.sleep(0)
+            return COMMIT if arg == "now" else UNKNOW
+
+        async def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+            checked.append(msg.keys or "")
+            return COMMIT
+
+    async def main() -> list:
+        config = fast_config(tx_dev.namesrv)
+        async with AsyncTransactionProducer("tx-aio", listener=Orders(), client_config=config) as p:
+            now = await p.send_message_in_transaction(Message(topic, b"a", keys="now"), "now")
+            later = await p.send_message_in_transaction(Message(topic, b"b", keys="later"), "x")
+            for _ in range(300):  # the check runs on this loop
+                if checked:
+                    break
+                await asyncio.sleep(0.1)
+            return [now, later]
+
+    now, later = asyncio.run(main())
+    assert now.local_transaction_state == COMMIT and later.local_transaction_state == UNKNOW
+    assert "later" in checked
+    got = collect(tx_dev, topic)
+    try:
+        assert sorted(m.body for m in got.wait_for(2, 30)) == [b"a", b"b"]
+    finally:
+        got.consumer.shutdown()  # type: ignore[attr-defined]

@@ -4,7 +4,6 @@ a local SparkSession. Run alone with ``pytest -m spark``."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,7 +13,6 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark")
 
-from pyspark.sql import SparkSession  # noqa: E402
 
 from helpers import wait_until  # noqa: E402
 from pyspark_rocketmq.udfs import body_as_string, json_field, property_value  # noqa: E402
@@ -24,21 +22,6 @@ from rocketpy.message import MessageQueue  # noqa: E402
 from rocketpy.store import MessageStore  # noqa: E402
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketpy-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def send(dev, topic: str, bodies: list[bytes], queue: int | None = None, **kw) -> None:

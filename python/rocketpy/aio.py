@@ -1,10 +1,13 @@
-"""asyncio front ends: :class:`AsyncProducer` (``await producer.send(msg)``) and
+"""asyncio front ends: :class:`AsyncProducer` (``await producer.send(msg)``),
+:class:`AsyncTransactionProducer` (``await producer.send_message_in_transaction(msg)``) and
 :class:`AsyncConsumer` (``async for msg in consumer``). They wrap the thread-based clients;
 network waits never block the event loop."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -12,8 +15,16 @@ from rocketpy._native import MessageExt
 from rocketpy.consumer.lite_pull import LitePullConsumer
 from rocketpy.message import Message, MessageQueue, SendResult
 from rocketpy.producer import MessageQueueSelector, Producer
+from rocketpy.transaction import (
+    LocalTransactionState,
+    TransactionProducer,
+    TransactionSendResult,
+    _state,
+)
 
-__all__ = ["AsyncConsumer", "AsyncProducer"]
+__all__ = ["AsyncConsumer", "AsyncProducer", "AsyncTransactionProducer"]
+
+log = logging.getLogger("rocketpy.transaction")
 
 
 class AsyncProducer:
@@ -58,6 +69,114 @@ class AsyncProducer:
         return await asyncio.wrap_future(future)
 
     async def __aenter__(self) -> AsyncProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+
+class _LoopChecks:
+    """Runs a listener's ``check_local_transaction`` — a coroutine function or a plain one —
+    for the check thread: coroutines on the producer's event loop."""
+
+    def __init__(self, listener: Any, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
+        self.listener, self.loop, self.timeout_s = listener, loop, timeout_s
+
+    def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+        raise AssertionError("AsyncTransactionProducer runs local transactions itself")
+
+    def check_local_transaction(self, msg: MessageExt) -> LocalTransactionState:
+        answer = self.listener.check_local_transaction(msg)
+        if inspect.isawaitable(answer):
+            future = asyncio.run_coroutine_threadsafe(_awaited(answer), self.loop)
+            answer = future.result(self.timeout_s)
+        return _state(answer, "check_local_transaction")
+
+
+async def _awaited(answer: Any) -> Any:
+    return await answer
+
+
+class AsyncTransactionProducer:
+    """:class:`rocketpy.TransactionProducer` for asyncio code; takes the same arguments. The
+    listener's ``execute_local_transaction`` and ``check_local_transaction`` may be
+    coroutine functions (they run on the event loop the producer was started on) or plain
+    ones.
+
+    Example::
+
+        class Orders:
+            async def execute_local_transaction(self, msg, order):
+                await db.insert(order)
+                return LocalTransactionState.COMMIT_MESSAGE
+
+            async def check_local_transaction(self, msg):
+                found = await db.exists(msg.keys)
+                return LocalTransactionState.COMMIT_MESSAGE if found else LocalTransactionState.UNKNOW
+
+        async with AsyncTransactionProducer("orders-tx", ns, Orders()) as producer:
+            await producer.send_message_in_transaction(Message("Orders", b"paid"), order)
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv_addr: str = "",
+        listener: Any = None,
+        *,
+        check_timeout_s: float = 30.0,
+        **kwargs: Any,
+    ) -> None:
+        self.listener = listener
+        self._kwargs, self._group, self._namesrv = kwargs, group, namesrv_addr
+        self._check_timeout_s = check_timeout_s
+        self.producer: TransactionProducer | None = None
+
+    async def start(self) -> None:
+        """Connects, and answers checks on this event loop."""
+        loop = asyncio.get_running_loop()
+        checks = _LoopChecks(self.listener, loop, self._check_timeout_s)
+        self.producer = TransactionProducer(self._group, self._namesrv, checks, **self._kwargs)
+        await asyncio.to_thread(self.producer.start)
+
+    async def shutdown(self) -> None:
+        """Releases the connections."""
+        if self.producer is not None:
+            await asyncio.to_thread(self.producer.shutdown)
+
+    async def send_message_in_transaction(
+        self, msg: Message, arg: Any = None
+    ) -> TransactionSendResult:
+        """As :meth:`rocketpy.TransactionProducer.send_message_in_transaction`."""
+        producer = self.producer
+        if producer is None:
+            raise RuntimeError("producer not started: await start() first")
+        half, result = await asyncio.to_thread(producer._prepare_half, msg)
+        state = LocalTransactionState.ROLLBACK_MESSAGE
+        if result.status.value == "SEND_OK":
+            try:
+                answer = self.listener.execute_local_transaction(msg, arg)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+                state = _state(answer, "execute_local_transaction")
+            except Exception:
+                log.exception("local transaction of %s failed; its check decides", result.msg_id)
+                state = LocalTransactionState.UNKNOW
+        if half is not None:
+            await asyncio.to_thread(producer.end_transaction, half, state)
+        return TransactionSendResult(
+            status=result.status,
+            msg_id=result.msg_id,
+            offset_msg_id=result.offset_msg_id,
+            message_queue=result.message_queue,
+            queue_offset=result.queue_offset,
+            region_id=result.region_id,
+            transaction_id=result.msg_id,
+            local_transaction_state=state,
+        )
+
+    async def __aenter__(self) -> AsyncTransactionProducer:
         await self.start()
         return self
 

@@ -37,6 +37,7 @@ from rocketpy.protocol import AUTO_CREATE_TOPIC_KEY, MessageSysFlag, Property, R
 log = logging.getLogger("rocketpy.transaction")
 
 __all__ = [
+    "HalfMessage",
     "LocalTransactionState",
     "TransactionListener",
     "TransactionProducer",
@@ -73,6 +74,17 @@ class TransactionListener(Protocol):
         broker's ``transactionTimeOut``): answer from the application's own records, which
         must survive a crash of this process. ``UNKNOW`` means ask again later."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class HalfMessage:
+    """A stored half message, to end with :meth:`TransactionProducer.end_transaction`
+    (picklable: it may travel to the process that decides)."""
+
+    broker_addr: str
+    queue_offset: int
+    offset_msg_id: str
+    msg_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,18 +169,7 @@ class TransactionProducer(Producer):
             ClientError: invalid message, no route, or every send attempt failed (nothing
                 was stored then, and the local transaction did not run).
         """
-        if msg.delay_level:
-            # As RocketMQ's producer: a transactional message is never delayed.
-            msg = Message(msg.topic, msg.body, properties=msg.properties, flag=msg.flag)
-            msg.delay_level = 0
-        half = Message(msg.topic, msg.body, properties=msg.properties, flag=msg.flag)
-        half.properties[Property.TRANSACTION_PREPARED] = "true"
-        half.properties[Property.PRODUCER_GROUP] = self.group
-        prepared = self._prepare(half)
-        prepared.header["sys_flag"] = (
-            int(prepared.header["sys_flag"]) | MessageSysFlag.TRANSACTION_PREPARED_TYPE  # type: ignore[call-overload]
-        )
-        result = self._send_sync(prepared, None, None)
+        half, result = self._prepare_half(msg)
         if result.status == SendStatus.SEND_OK:
             try:
                 state = _state(
@@ -179,9 +180,8 @@ class TransactionProducer(Producer):
                 state = LocalTransactionState.UNKNOW
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
-        addr = self._client().master_addr(result.message_queue.broker_name)
-        if addr is not None:
-            self._end(addr, result.queue_offset, result.offset_msg_id, result.msg_id, state, False)
+        if half is not None:
+            self.end_transaction(half, state)
         else:
             log.warning("no address of %s: the broker's check decides", result.message_queue)
         return TransactionSendResult(
@@ -195,30 +195,59 @@ class TransactionProducer(Producer):
             local_transaction_state=state,
         )
 
-    def _end(
-        self,
-        addr: str,
-        queue_offset: int,
-        offset_msg_id: str,
-        msg_id: str,
-        state: LocalTransactionState,
-        from_check: bool,
+    def prepare(self, msg: Message) -> HalfMessage:
+        """Two-phase use, for a coordinator that decides later (e.g. a Spark job's driver):
+        stores ``msg`` as a half message and returns its handle for
+        :meth:`end_transaction`. The listener's ``execute_local_transaction`` is not called;
+        checks still go to ``check_local_transaction``.
+
+        Raises:
+            ClientError: as :meth:`send_message_in_transaction`, or the broker's flush wait
+                timed out (the half message may be stored; its check decides).
+        """
+        half, result = self._prepare_half(msg)
+        if half is None or result.status != SendStatus.SEND_OK:
+            raise ClientError(f"half message {result.msg_id} not stored surely: {result.status}")
+        return half
+
+    def _prepare_half(self, msg: Message) -> tuple[HalfMessage | None, SendResult]:
+        # As RocketMQ's producer: a transactional message is never delayed.
+        half = Message(msg.topic, msg.body, properties=msg.properties, flag=msg.flag)
+        half.delay_level = 0
+        half.properties[Property.TRANSACTION_PREPARED] = "true"
+        half.properties[Property.PRODUCER_GROUP] = self.group
+        prepared = self._prepare(half)
+        prepared.header["sys_flag"] = (
+            int(prepared.header["sys_flag"]) | MessageSysFlag.TRANSACTION_PREPARED_TYPE  # type: ignore[call-overload]
+        )
+        result = self._send_sync(prepared, None, None)
+        addr = self._client().master_addr(result.message_queue.broker_name)
+        if addr is None:
+            return None, result
+        handle = HalfMessage(addr, result.queue_offset, result.offset_msg_id, result.msg_id)
+        return handle, result
+
+    def end_transaction(
+        self, half: HalfMessage, state: LocalTransactionState, from_check: bool = False
     ) -> None:
-        """END_TRANSACTION, oneway as RocketMQ's producers send it; lost ones are re-asked."""
+        """Tells the broker the outcome of ``half`` (END_TRANSACTION, oneway as RocketMQ's
+        producers send it: a lost one is settled by the broker's check)."""
         header = dict(
             producer_group=self.group,
-            tran_state_table_offset=queue_offset,
+            tran_state_table_offset=half.queue_offset,
             # The offset message id ends with the half message's CommitLog offset.
-            commit_log_offset=int(offset_msg_id[-16:], 16),
+            commit_log_offset=int(half.offset_msg_id[-16:], 16),
             commit_or_rollback=_OUTCOME[state],
             from_transaction_check=from_check,
-            msg_id=msg_id,
-            transaction_id=msg_id,
+            msg_id=half.msg_id,
+            transaction_id=half.msg_id,
         )
         try:
-            self._client().remoting.invoke_oneway(addr, RequestCode.END_TRANSACTION, header)
+            self._client().remoting.invoke_oneway(
+                half.broker_addr, RequestCode.END_TRANSACTION, header
+            )
         except Exception as e:
-            log.warning("END_TRANSACTION of %s to %s failed: %s", msg_id, addr, e)
+            log.warning("END_TRANSACTION of %s to %s failed: %s", half.msg_id, half.broker_addr, e)
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -253,4 +282,5 @@ class TransactionProducer(Producer):
         if queue_offset is None or commit_log_offset is None:
             log.warning("check without offsets from %s ignored", addr)
             return
-        self._end(addr, queue_offset, f"{commit_log_offset:016X}", uniq, state, True)
+        half = HalfMessage(addr, queue_offset, f"{commit_log_offset:016X}", uniq)
+        self.end_transaction(half, state, from_check=True)

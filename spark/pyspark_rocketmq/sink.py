@@ -1,10 +1,12 @@
-"""Writing DataFrames to topics: batch and streaming, at least once. Columns: ``body``
-(binary or string, required), and optionally ``topic`` (else the ``topic`` option), ``tags``,
-``keys``, ``properties`` (map<string,string>). A failed send fails the Spark task (and so
-the job, after Spark's retries); nothing is dropped silently."""
+"""Writing DataFrames to topics: batch and streaming, at least once, or exactly once and all
+at once with ``option("transactional", "true")`` (see :mod:`pyspark_rocketmq.transactional`).
+Columns: ``body`` (binary or string, required), and optionally ``topic`` (else the ``topic``
+option), ``tags``, ``keys``, ``properties`` (map<string,string>). A failed send fails the Spark
+task (and so the job, after Spark's retries); nothing is dropped silently."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +19,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
-from pyspark_rocketmq.options import OptionError, _get, _int
+from pyspark_rocketmq import transactional
+from pyspark_rocketmq.options import OptionError, _bool, _get, _int
 from rocketpy import Message, Producer
 
 #: Limits of one SEND_BATCH_MESSAGE request built by the sink.
@@ -32,6 +35,7 @@ class WriteOptions:
     topic: str | None
     group: str
     batch_messages: int
+    transactional: bool = False
 
     @staticmethod
     def parse(options: Mapping[str, str], schema: StructType) -> WriteOptions:
@@ -56,6 +60,7 @@ class WriteOptions:
             topic=topic,
             group=_get(options, "groupId") or "rocketpy-spark-writer",
             batch_messages=min(_int(options, "batchMessages") or BATCH_MESSAGES, BATCH_MESSAGES),
+            transactional=_bool(options, "transactional", False),
         )
 
 
@@ -69,6 +74,26 @@ class SentMessages(WriterCommitMessage):
 def _column(batch: pa.RecordBatch, name: str) -> list[Any] | None:
     i = batch.schema.get_field_index(name)
     return None if i < 0 else batch.column(i).to_pylist()
+
+
+def messages_of(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> Iterator[Message]:
+    """The rows as messages; raises on a row without body or topic."""
+    row = 0
+    for batch in batches:
+        n = batch.num_rows
+        bodies = _column(batch, "body") or []
+        topics = _column(batch, "topic") or [opts.topic] * n
+        tags = _column(batch, "tags") or [None] * n
+        keys = _column(batch, "keys") or [None] * n
+        props = _column(batch, "properties") or [None] * n
+        for i in range(n):
+            body, topic = bodies[i], topics[i] or opts.topic
+            if body is None:
+                raise ValueError(f"row {row + i} has a null body; every message needs one")
+            if not topic:
+                raise ValueError(f"row {row + i} has no topic (null column, no option)")
+            yield Message(topic, body, tags=tags[i], keys=keys[i], properties=dict(props[i] or []))
+        row += n
 
 
 def send_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> SentMessages:
@@ -86,29 +111,40 @@ def send_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> SentM
                 producer.send_batch(msgs)
                 sent += len(msgs)
 
-        for batch in batches:
-            n = batch.num_rows
-            bodies = _column(batch, "body") or []
-            topics = _column(batch, "topic") or [opts.topic] * n
-            tags = _column(batch, "tags") or [None] * n
-            keys = _column(batch, "keys") or [None] * n
-            props = _column(batch, "properties") or [None] * n
-            for i in range(n):
-                body, topic = bodies[i], topics[i] or opts.topic
-                if body is None:
-                    raise ValueError(f"row {sent + i} has a null body; every message needs one")
-                if not topic:
-                    raise ValueError(f"row {sent + i} has no topic (null column, no option)")
-                m = Message(
-                    topic, body, tags=tags[i], keys=keys[i], properties=dict(props[i] or [])
-                )
-                pending.setdefault(topic, []).append(m)
-                size[topic] = size.get(topic, 0) + len(m.body) + 64
-                if len(pending[topic]) >= opts.batch_messages or size[topic] >= BATCH_BYTES:
-                    flush(topic)
+        for m in messages_of(opts, batches):
+            pending.setdefault(m.topic, []).append(m)
+            size[m.topic] = size.get(m.topic, 0) + len(m.body) + 64
+            if len(pending[m.topic]) >= opts.batch_messages or size[m.topic] >= BATCH_BYTES:
+                flush(m.topic)
         for topic in list(pending):
             flush(topic)
     return SentMessages(sent)
+
+
+def _stream_write_id() -> str:
+    """``queryId:batchId`` of the micro-batch this task belongs to."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    query = ctx.getLocalProperty("sql.streaming.queryId") if ctx else None
+    batch = ctx.getLocalProperty("streaming.sql.batchId") if ctx else None
+    if not query or batch is None:
+        raise RuntimeError("a transactional streaming write needs Spark's micro-batch ids")
+    return f"{query}:{batch}"
+
+
+def _decide(
+    opts: WriteOptions,
+    messages: list[WriterCommitMessage | None],
+    outcome: str,
+    write_id: str | None = None,
+) -> None:
+    """Records ``outcome`` for the write (its id from the tasks' messages unless given: a
+    streaming micro-batch's is known to its tasks only) and ends its half messages."""
+    sent = [m for m in messages if isinstance(m, transactional.HalfMessages)]
+    write_id = write_id or (sent[0].write_id if sent else None)
+    if write_id is not None:
+        transactional.decide(opts.group, opts.namesrv, write_id, sent, outcome)
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -116,23 +152,50 @@ class BatchWriter(DataSourceArrowWriter):
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
+        # Made on the driver, so every task of this write shares it.
+        self.write_id = uuid.uuid4().hex
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        if self.opts.transactional:
+            msgs = messages_of(self.opts, iterator)
+            return transactional.send_halves(
+                self.opts.group, self.opts.namesrv, self.write_id, msgs
+            )
         return send_batches(self.opts, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Transactional: the write becomes visible, all of it."""
+        if self.opts.transactional:
+            _decide(self.opts, messages, "commit", self.write_id)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Transactional: nothing of the write becomes visible."""
+        if self.opts.transactional:
+            _decide(self.opts, messages, "rollback", self.write_id)
 
 
 class StreamWriter(DataSourceStreamArrowWriter):
     """``df.writeStream.format("rocketmq")``: at least once (a retried micro-batch sends its
-    rows again)."""
+    rows again), or exactly once per micro-batch when transactional."""
 
     def __init__(self, opts: WriteOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        if self.opts.transactional:
+            msgs = messages_of(self.opts, iterator)
+            return transactional.send_halves(
+                self.opts.group, self.opts.namesrv, _stream_write_id(), msgs
+            )
         return send_batches(self.opts, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Sent messages are stored already: nothing to do."""
+        """At least once: stored already. Transactional: the micro-batch becomes visible."""
+        if self.opts.transactional:
+            _decide(self.opts, messages, "commit")
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Messages already sent stay (at least once); Spark retries the batch."""
+        """At least once: what was sent stays, Spark retries the batch. Transactional:
+        nothing of this attempt becomes visible."""
+        if self.opts.transactional:
+            _decide(self.opts, messages, "rollback")

@@ -85,8 +85,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report = outcome.get_result()
     marker = item.get_closest_marker("features")
-    # The call decides; a failed setup (servers that did not start) counts as a failure.
-    if marker is None or not (report.when == "call" or report.failed):
+    # The call decides; a failed setup (servers that did not start) counts as a failure, and
+    # a skipped test (a client the test is not for) counts for nothing.
+    if marker is None or report.skipped or not (report.when == "call" or report.failed):
         return
     params = getattr(item, "callspec", None)
     client = params.params.get("client") if params else None

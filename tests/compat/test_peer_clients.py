@@ -264,3 +264,64 @@ def test_offsets_survive_a_consumer_restart(
     time.sleep(2)
     got = sorted(e["body"] for e in second.finish() if e["event"] == "received")
     assert got == sorted(f"two-{i}" for i in range(8)), "resumed from the committed offsets"
+
+
+@pytest.mark.features("transactional messages (commit, rollback, check)", clients=["rust"])
+def test_transactional_messages_with_a_broker_check(client: str, peers: list[Peer], tmp_path: Path):
+    if client != "rust":
+        pytest.skip("the C++ peer program has no transactional producer")
+    # A broker that asks about an open transaction 1 s after its half message was stored.
+    cluster = Cluster(
+        tmp_path / "store",
+        "--set", "transactionCheckInterval=300", "--set", "transactionTimeOut=1000",
+    )  # fmt: skip
+    try:
+        topic = "Transact-rust"
+        states = ["commit", "rollback", "unknown"]
+        p = start_peer(
+            client, peers, tmp_path, action="transact", namesrv=cluster.namesrv,
+            group="rust-transactions", topic=topic, count=6, prefix="tx", keys="txkey",
+            tags="TagT", execute=states, check="commit", timeout=120,
+        )  # fmt: skip
+        sent = p.wait_for("sent", 6, timeout=60)
+        assert len(sent) == 6, (p.events, p.stderr)
+        local = {"commit": "COMMIT_MESSAGE", "rollback": "ROLLBACK_MESSAGE", "unknown": "UNKNOW"}
+        for e in sent:
+            assert e["status"] == "SEND_OK" and e["local_state"] == local[states[e["i"] % 3]]
+            # The transaction id the listener saw is the message's UNIQ_KEY.
+            assert e["transaction_id"] == e["msg_id"]
+        wanted = {e["i"] for e in sent if states[e["i"] % 3] != "rollback"}
+        unknown = {e["i"] for e in sent if states[e["i"] % 3] == "unknown"}
+        consumer, got = rocketpy_consumer(cluster, "rp-reads-transactions", topic)
+        try:
+            got.wait_for(len(wanted), timeout=60)
+            # Further checks (every 0.3 s) and rolled-back messages would show by now.
+            time.sleep(3)
+            msgs = list(got.messages)
+        finally:
+            consumer.shutdown()
+        p.wait_for("checked", len(unknown), timeout=30)
+        events = p.finish()
+    finally:
+        cluster.stop()
+    checked = [e for e in events if e["event"] == "checked"]
+    bodies = sorted(m.body.decode() for m in msgs)
+    assert bodies == sorted(f"tx-{i}" for i in wanted), "committed ones, each once"
+    by_index = {e["i"]: e for e in sent}
+    for m in msgs:
+        e = by_index[int(m.body.decode().rsplit("-", 1)[1])]
+        assert m.msg_id == e["msg_id"] and m.queue_id == e["queue_id"]
+        assert (m.topic, m.tags, m.keys) == (topic, "TagT", f"txkey-{e['i']}")
+        # The transaction's marks stay on the broker.
+        for prop in ["TRAN_MSG", "REAL_TOPIC", "REAL_QID"]:
+            assert m.get_property(prop) is None, prop
+        if e["i"] in unknown:  # committed by the check, after transactionTimeOut
+            assert m.store_timestamp - m.born_timestamp >= 900
+    # Only the open transactions were asked about, and each answered commit.
+    assert {int(c["body"].rsplit("-", 1)[1]) for c in checked} == unknown
+    for c in checked:
+        e = by_index[int(c["body"].rsplit("-", 1)[1])]
+        assert c["transaction_id"] == e["msg_id"] == c["msg_id"]
+        assert (c["topic"], c["tags"], c["keys"]) == (topic, "TagT", f"txkey-{e['i']}")
+        assert c["state"] == "COMMIT_MESSAGE"
+    assert [e["event"] for e in events][-2:] == ["done", "exit"]

@@ -4,10 +4,11 @@
 //! ```text
 //! rocketpy-compat-rust-client '<json spec>'
 //! ```
-//! The spec's `action` is `produce`, `consume`, `pull` or `query`; what happened is printed as
-//! JSON lines on stdout (`sent`, `ready`, `received`, `failed`, `found`, `done`, `error`),
-//! the same events as the C++ peer (`tests/compat/peers/cpp_client.py`). A consumer runs until
-//! its stdin closes or `timeout` (seconds) passes.
+//! The spec's `action` is `produce`, `transact`, `consume`, `pull` or `query`; what happened is
+//! printed as JSON lines on stdout (`sent`, `checked`, `ready`, `received`, `failed`, `found`,
+//! `done`, `error`), the same events as the C++ peer (`tests/compat/peers/cpp_client.py`). A
+//! consumer, and a transactional producer (which answers the broker's checks), runs until its
+//! stdin closes or `timeout` (seconds) passes.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,11 +17,13 @@ use std::time::Duration;
 use rocketmq_client_rust::{
     ClientError, ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultMQProducer,
-    DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently, MessageListenerOrderly,
+    DefaultMQPushConsumer, LocalTransactionState, MQPushConsumer, MessageListenerConcurrently,
+    MessageListenerOrderly, TransactionListener, TransactionMQProducer,
 };
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_single::Message;
+use rocketmq_model::common::message::MessageTrait;
 use rocketmq_protocol::protocol::heartbeat::message_model::MessageModel;
 use rocketmq_runtime::{RuntimeConfig, RuntimeOwner};
 use serde_json::{json, Value};
@@ -187,6 +190,119 @@ async fn produce(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
     Ok(())
 }
 
+/// A local transaction state by the spec's name for it.
+fn transaction_state(name: &str) -> Result<LocalTransactionState, String> {
+    match name {
+        "commit" => Ok(LocalTransactionState::CommitMessage),
+        "rollback" => Ok(LocalTransactionState::RollbackMessage),
+        "unknown" => Ok(LocalTransactionState::Unknown),
+        other => Err(format!("unknown transaction state {other}")),
+    }
+}
+
+/// The local transactions: message `i` (the number its body ends with) executes
+/// `execute[i % len]`; a check of any message answers `check`.
+struct LocalTransactions {
+    execute: Vec<LocalTransactionState>,
+    check: LocalTransactionState,
+    /// The transaction id each message had when its local transaction ran, by index.
+    ids: Mutex<HashMap<u64, Option<String>>>,
+}
+
+fn index_of(body: Option<&[u8]>) -> Option<u64> {
+    let body = String::from_utf8_lossy(body?).into_owned();
+    body.rsplit('-').next()?.parse().ok()
+}
+
+impl TransactionListener for LocalTransactions {
+    fn execute_local_transaction(
+        &self,
+        msg: &dyn MessageTrait,
+        _arg: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> LocalTransactionState {
+        let Some(i) = index_of(msg.get_body().map(|b| &b[..])) else {
+            emit(
+                "error",
+                json!({"error": "a transactional message without an index"}),
+            );
+            return LocalTransactionState::Unknown;
+        };
+        let id = msg.transaction_id().map(|t| t.as_str().to_owned());
+        self.ids.lock().unwrap().insert(i, id);
+        self.execute[(i as usize) % self.execute.len()]
+    }
+
+    fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
+        let mut info = describe(msg, &[]);
+        info["transaction_id"] = json!(msg.transaction_id().map(|t| t.as_str()));
+        info["state"] = json!(self.check.to_string());
+        emit("checked", info);
+        self.check
+    }
+}
+
+/// Sends `count` messages in transactions, then stays up to answer the broker's checks.
+async fn transact(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
+    let execute: Result<Vec<_>, String> = match spec.get("execute") {
+        Some(Value::Array(names)) => names
+            .iter()
+            .map(|n| transaction_state(n.as_str().unwrap_or_default()))
+            .collect(),
+        _ => transaction_state(spec_str(spec, "execute", "commit")).map(|s| vec![s]),
+    };
+    let (execute, check) = match (
+        execute,
+        transaction_state(spec_str(spec, "check", "commit")),
+    ) {
+        (Ok(execute), Ok(check)) if !execute.is_empty() => (execute, check),
+        (Err(e), _) | (_, Err(e)) => {
+            emit("error", json!({ "error": e }));
+            return Ok(());
+        }
+        _ => {
+            emit("error", json!({"error": "execute names no state"}));
+            return Ok(());
+        }
+    };
+    let transactions = Arc::new(LocalTransactions {
+        execute,
+        check,
+        ids: Mutex::default(),
+    });
+    let mut producer = TransactionMQProducer::builder(rt)
+        .producer_group(spec_str(spec, "group", "rust-transactions").to_owned())
+        .name_server_addr(spec_str(spec, "namesrv", "").to_owned())
+        .build();
+    producer.set_transaction_listener_arc(transactions.clone());
+    producer.start().await?;
+    for i in 0..spec_u64(spec, "count", 1) {
+        let r = producer
+            .send_message_in_transaction(make_message(spec, i), None::<()>)
+            .await?;
+        let mut fields = match &r.send_result {
+            Some(s) => sent(i, s),
+            None => json!({"i": i}),
+        };
+        fields["local_state"] = json!(r.local_transaction_state.map(|s| s.to_string()));
+        // The broker's id from the send's answer, and the one the listener saw (UNIQ_KEY).
+        fields["broker_transaction_id"] = json!(r
+            .send_result
+            .as_ref()
+            .and_then(|s| s.transaction_id.clone()));
+        fields["transaction_id"] =
+            json!(transactions.ids.lock().unwrap().get(&i).cloned().flatten());
+        emit("sent", fields);
+    }
+    let stdin_closed = async {
+        let mut sink = Vec::new();
+        let _ = tokio::io::stdin().read_to_end(&mut sink).await;
+    };
+    let timeout = Duration::from_secs(spec_u64(spec, "timeout", 60));
+    let _ = tokio::time::timeout(timeout, stdin_closed).await;
+    producer.shutdown().await;
+    Ok(())
+}
+
 /// What a listener does with each message: fail it `fail[body]` times (-1: always) with a
 /// retry, else report it received.
 struct Behaviour {
@@ -263,7 +379,10 @@ async fn consume(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
         .consume_from_where(from)
         .build();
     consumer
-        .subscribe(spec_str(spec, "topic", ""), spec_str(spec, "expression", "*"))
+        .subscribe(
+            spec_str(spec, "topic", ""),
+            spec_str(spec, "expression", "*"),
+        )
         .await?;
     let behaviour = Arc::new(Behaviour {
         fail: spec
@@ -279,7 +398,11 @@ async fn consume(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
         props: spec
             .get("read_properties")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default(),
     });
     if spec_str(spec, "mode", "concurrent") == "orderly" {
@@ -306,7 +429,10 @@ async fn pull(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
         .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
         .build()?;
     consumer
-        .subscribe_with_expression(spec_str(spec, "topic", ""), spec_str(spec, "expression", "*"))
+        .subscribe_with_expression(
+            spec_str(spec, "topic", ""),
+            spec_str(spec, "expression", "*"),
+        )
         .await?;
     consumer.start().await?;
     let expect = spec_u64(spec, "expect", 1) as usize;
@@ -349,7 +475,10 @@ fn main() {
     let spec: Value = match std::env::args().nth(1).map(|a| serde_json::from_str(&a)) {
         Some(Ok(v)) => v,
         _ => {
-            emit("error", json!({"error": "usage: rocketpy-compat-rust-client '<json spec>'"}));
+            emit(
+                "error",
+                json!({"error": "usage: rocketpy-compat-rust-client '<json spec>'"}),
+            );
             std::process::exit(2);
         }
     };
@@ -376,6 +505,7 @@ fn main() {
         )?;
         let result = match spec_str(&spec, "action", "") {
             "produce" => produce(rt.clone(), &spec).await,
+            "transact" => transact(rt.clone(), &spec).await,
             "consume" => consume(rt.clone(), &spec).await,
             "pull" => pull(rt.clone(), &spec).await,
             "query" => query(rt.clone(), &spec).await,

@@ -10,6 +10,7 @@ mod errors;
 mod header;
 mod json;
 mod logging;
+mod memory;
 mod message;
 mod process;
 mod protocol;

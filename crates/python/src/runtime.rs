@@ -11,19 +11,21 @@ use crate::process::{self, PerProcess};
 static RUNTIME: PerProcess<Runtime> = PerProcess::new();
 
 /// This process's runtime, created on first use with two worker threads per core (at least
-/// two). A child process after fork() gets its own (the parent's threads were not copied).
+/// two), with the heap trimmer of [`crate::memory`]. A child process after fork() gets its own (the parent's threads were not copied).
 pub fn runtime() -> &'static Runtime {
     RUNTIME.get(|| {
         let workers = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2)
             .max(2);
-        tokio::runtime::Builder::new_multi_thread()
+        let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(workers)
             .thread_name("rocketpy-io")
             .enable_all()
             .build()
-            .expect("rocketpy: cannot start the tokio runtime")
+            .expect("rocketpy: cannot start the tokio runtime");
+        rt.spawn(crate::memory::trim_loop());
+        rt
     })
 }
 

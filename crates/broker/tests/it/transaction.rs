@@ -37,12 +37,26 @@ struct Half {
 }
 
 fn send(w: &mut Wire, code: i32, topic: &str, group: &str, uniq: &str, body: &[u8]) -> Frame {
-    let props = props(&[
+    send_with(w, code, topic, group, uniq, body, &[])
+}
+
+fn send_with(
+    w: &mut Wire,
+    code: i32,
+    topic: &str,
+    group: &str,
+    uniq: &str,
+    body: &[u8],
+    extra: &[(&str, &str)],
+) -> Frame {
+    let mut pairs = vec![
         ("TRAN_MSG", "true"),
         ("PGROUP", group),
         ("UNIQ_KEY", uniq),
         ("WAIT", "true"),
-    ]);
+    ];
+    pairs.extend_from_slice(extra);
+    let props = props(&pairs);
     w.call(
         code,
         &[
@@ -250,7 +264,11 @@ fn the_check_asks_a_producer_and_applies_its_answer() {
             break f;
         }
     };
-    assert_eq!(check.field("tranStateTableOffset"), half.queue_offset);
+    assert_eq!(
+        check.field("tranStateTableOffset"),
+        half.queue_offset,
+        "the first check is of the half message past its timeout, not the immune one"
+    );
     assert_eq!(check.field("commitLogOffset"), half.commit_log_offset);
     assert_eq!(check.field("msgId"), "UNIQ-C");
     assert_eq!(check.field("transactionId"), "UNIQ-C");
@@ -272,6 +290,24 @@ fn the_check_asks_a_producer_and_applies_its_answer() {
     let got = pull(&mut producer, "TxChecked", "1");
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].body, b"checked body");
+}
+
+#[test]
+fn a_broker_that_rejects_transactions_says_so() {
+    let servers = Servers::start_with(|namesrv| {
+        vec![
+            ("namesrvAddr", namesrv.to_string()),
+            ("rejectTransactionMessage", "true".into()),
+        ]
+    });
+    let mut w = Wire::connect(servers.broker_addr());
+    let refused = send(&mut w, SEND_MESSAGE, "TxRejected", "g", "U", b"x");
+    assert_eq!(refused.code, NO_PERMISSION);
+    assert!(refused
+        .remark
+        .unwrap_or_default()
+        .contains("sending transaction message is forbidden"));
+    assert!(pull(&mut w, "TxRejected", "1").is_empty());
 }
 
 #[test]

@@ -165,16 +165,7 @@ class AsyncTransactionProducer:
                 state = LocalTransactionState.UNKNOW
         if half is not None:
             await asyncio.to_thread(producer.end_transaction, half, state)
-        return TransactionSendResult(
-            status=result.status,
-            msg_id=result.msg_id,
-            offset_msg_id=result.offset_msg_id,
-            message_queue=result.message_queue,
-            queue_offset=result.queue_offset,
-            region_id=result.region_id,
-            transaction_id=result.msg_id,
-            local_transaction_state=state,
-        )
+        return TransactionSendResult.of(result, state)
 
     async def __aenter__(self) -> AsyncTransactionProducer:
         await self.start()

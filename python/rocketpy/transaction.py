@@ -93,6 +93,20 @@ class TransactionSendResult(SendResult):
 
     local_transaction_state: LocalTransactionState = LocalTransactionState.UNKNOW
 
+    @staticmethod
+    def of(result: SendResult, state: LocalTransactionState) -> TransactionSendResult:
+        """``result`` of a half message, with its transaction's outcome."""
+        return TransactionSendResult(
+            status=result.status,
+            msg_id=result.msg_id,
+            offset_msg_id=result.offset_msg_id,
+            message_queue=result.message_queue,
+            queue_offset=result.queue_offset,
+            region_id=result.region_id,
+            transaction_id=result.msg_id,
+            local_transaction_state=state,
+        )
+
 
 def _state(value: object, what: str) -> LocalTransactionState:
     if isinstance(value, LocalTransactionState):
@@ -184,16 +198,7 @@ class TransactionProducer(Producer):
             self.end_transaction(half, state)
         else:
             log.warning("no address of %s: the broker's check decides", result.message_queue)
-        return TransactionSendResult(
-            status=result.status,
-            msg_id=result.msg_id,
-            offset_msg_id=result.offset_msg_id,
-            message_queue=result.message_queue,
-            queue_offset=result.queue_offset,
-            region_id=result.region_id,
-            transaction_id=result.msg_id,
-            local_transaction_state=state,
-        )
+        return TransactionSendResult.of(result, state)
 
     def prepare(self, msg: Message) -> HalfMessage:
         """Two-phase use, for a coordinator that decides later (e.g. a Spark job's driver):

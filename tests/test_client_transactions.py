@@ -1,7 +1,8 @@
 """``TransactionProducer`` against a real broker: commit makes a message visible once,
 rollback never, a local transaction that raises or answers UNKNOW is decided by the broker's
-check, and a producer process killed after its half message is answered for by another
-producer of the same group."""
+check, a producer process killed after its half message is answered for by another
+producer of the same group, a broker killed and restarted between prepare and commit still
+delivers the message once, and the asyncio producer takes coroutine listeners."""
 
 from __future__ import annotations
 
@@ -64,12 +65,12 @@ class Ledger:
         return COMMIT if msg.keys in ("raised", "unknown", "orphan") else ROLLBACK
 
 
-def collect(dev: DevProcess, topic: str) -> Collector:
+def collect(namesrv: str, topic: str) -> Collector:
     got = Collector()
     consumer = start_consumer(
         f"c-{uuid.uuid4().hex[:6]}", "", topic, got,
         from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        client_config=fast_config(dev.namesrv),
+        client_config=fast_config(namesrv),
     )  # fmt: skip
     got.consumer = consumer  # type: ignore[attr-defined]
     return got
@@ -91,7 +92,7 @@ def test_outcomes_commit_once_roll_back_or_are_checked(tx_dev: DevProcess):
         assert results["commit"].local_transaction_state == COMMIT
         assert results["raised"].local_transaction_state == UNKNOW
         assert results["commit"].transaction_id == results["commit"].msg_id
-        got = collect(tx_dev, topic)
+        got = collect(tx_dev.namesrv, topic)
         try:
             # The check decides the two open ones: both commit.
             assert wait_until(lambda: set(ledger.checked) == {"raised", "unknown"}, 30)
@@ -136,7 +137,7 @@ def test_a_killed_producer_is_answered_for_by_another_of_its_group(
     assert out.returncode == 9 and "prepared" in out.stdout, out.stderr
     ledger = Ledger({})
     config = fast_config(tx_dev.namesrv)
-    got = collect(tx_dev, topic)
+    got = collect(tx_dev.namesrv, topic)
     try:
         with TransactionProducer("tx-kill", listener=ledger, client_config=config):
             assert wait_until(lambda: "orphan" in ledger.checked, 30), ledger.checked
@@ -177,8 +178,41 @@ def test_asyncio_producer_with_coroutine_listener(tx_dev: DevProcess):
     now, later = asyncio.run(main())
     assert now.local_transaction_state == COMMIT and later.local_transaction_state == UNKNOW
     assert "later" in checked
-    got = collect(tx_dev, topic)
+    got = collect(tx_dev.namesrv, topic)
     try:
         assert sorted(m.body for m in got.wait_for(2, 30)) == [b"a", b"b"]
     finally:
         got.consumer.shutdown()  # type: ignore[attr-defined]
+
+
+def test_a_broker_restarted_between_prepare_and_commit(tmp_path: Path):
+    from servers import broker, free_port, namesrv
+
+    ns_port, port = free_port(), free_port()
+    ns = namesrv(ns_port).start()
+    settings = {"transactionCheckInterval": "200", "transactionTimeOut": "500"}
+    b = broker(f"127.0.0.1:{ns_port}", port, tmp_path / "store", settings).start()
+    topic = "TxRestart"
+
+    class RestartsTheBroker(Ledger):
+        def execute_local_transaction(self, msg: Message, arg: Any) -> LocalTransactionState:
+            b.kill()  # the broker dies holding the half message
+            b.start()
+            return COMMIT  # this END_TRANSACTION may be lost: the check decides then
+
+    ledger = RestartsTheBroker({})
+    try:
+        config = fast_config(f"127.0.0.1:{ns_port}")
+        with TransactionProducer("tx-restart", listener=ledger, client_config=config) as p:
+            result = p.send_message_in_transaction(Message(topic, b"survives", keys="raised"))
+            assert result.status == SendStatus.SEND_OK
+            got = collect(f"127.0.0.1:{ns_port}", topic)
+            try:
+                [msg] = got.wait_for(1, 60)
+                assert msg.body == b"survives"
+                assert not wait_until(lambda: len(got.messages) > 1, 3), "once"
+            finally:
+                got.consumer.shutdown()  # type: ignore[attr-defined]
+    finally:
+        b.stop()
+        ns.stop()

@@ -67,6 +67,13 @@ pub struct BrokerInner {
     pub register_now: Notify,
 }
 
+/// Milliseconds since the epoch (0 if the clock is before it): store and version times.
+pub(crate) fn now_millis() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 impl BrokerInner {
     /// Broker config.
     pub fn config(&self) -> &BrokerConfig {

@@ -16,13 +16,7 @@ use rocketpy_store::StoreError;
 use crate::config::BrokerConfig;
 use crate::config_file;
 use crate::config_journal::{self, Journal};
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::now_millis;
 
 /// Topics known to the broker.
 #[derive(Debug)]

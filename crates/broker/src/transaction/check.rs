@@ -18,16 +18,10 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::Connection;
 
 use super::{messages, resolve, State};
-use crate::BrokerInner;
+use crate::{now_millis, BrokerInner};
 
 /// Half messages looked at per round at most: a round holds the transactions' lock.
 const MAX_PER_ROUND: usize = 10_000;
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 /// One CHECK_TRANSACTION_STATE to send.
 pub struct Check {

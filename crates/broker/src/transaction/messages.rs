@@ -9,7 +9,7 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{MessageToStore, RecordView};
 use rocketpy_protocol::topic::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_OP_HALF_TOPIC};
 
-use crate::BrokerInner;
+use crate::{now_millis, BrokerInner};
 
 /// Tag of an op record that resolves a half message (RocketMQ's `REMOVETAG`).
 pub const REMOVE_TAG: &str = "d";
@@ -18,12 +18,6 @@ pub const REMOVE_TAG: &str = "d";
 /// late commit for the first then commits it twice. One offset per transaction keeps the
 /// outcome exactly once; a RocketMQ broker reading this store ignores ops of other tags.
 pub const CHECK_TAG: &str = "rocketpy-check";
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
 
 /// An op record for the half message at `half_offset`: tag `tag`, body the offset in decimal
 /// (RocketMQ 4.x's layout), and for checks the check count.
@@ -116,24 +110,25 @@ pub fn committed(half: &RecordView<'_>) -> Option<MessageToStore> {
 /// The copy kept of a half message whose producer never answered: readable on
 /// TRANS_CHECK_MAX_TIME_TOPIC, with its real destination in its properties.
 pub fn given_up(half: &RecordView<'_>, checks: i32) -> MessageToStore {
+    let props = with_check_count(half.properties, checks);
+    copy_of(half, TRANS_CHECK_MAX_TIME_TOPIC.to_owned(), 0, props)
+}
+
+/// `props` with TRANSACTION_CHECK_TIMES set to `checks`.
+fn with_check_count(props: &str, checks: i32) -> String {
     let count = checks.to_string();
-    let mut props = properties::without(half.properties, &[keys::TRANSACTION_CHECK_TIMES]);
-    props.push_str(&properties::encode([(
+    let mut out = properties::without(props, &[keys::TRANSACTION_CHECK_TIMES]);
+    out.push_str(&properties::encode([(
         keys::TRANSACTION_CHECK_TIMES,
         count.as_str(),
     )]));
-    copy_of(half, TRANS_CHECK_MAX_TIME_TOPIC.to_owned(), 0, props)
+    out
 }
 
 /// The message a check sends its producer: the half message as its producer sent it (real
 /// topic and queue), with the check count.
 pub fn for_check(half: &RecordView<'_>, checks: i32) -> Option<MessageToStore> {
     let (topic, queue_id) = real_destination(half)?;
-    let count = checks.to_string();
-    let mut props = properties::without(half.properties, &[keys::TRANSACTION_CHECK_TIMES]);
-    props.push_str(&properties::encode([(
-        keys::TRANSACTION_CHECK_TIMES,
-        count.as_str(),
-    )]));
+    let props = with_check_count(half.properties, checks);
     Some(copy_of(half, topic, queue_id, props))
 }

@@ -105,9 +105,11 @@ def cmd_dev(args: argparse.Namespace) -> None:
         broker_port=args.port,
         store_dir=args.store_dir or default_dev_store(),
         broker_config=_overrides(args.set),
+        ha=args.ha,
     ).start()
+    slave = f" slave={dev.slave_addr}" if args.ha else ""
     _say(
-        f"rocketpy dev ready: namesrv={dev.namesrv_addr} broker={dev.broker_addr} store={dev.store_dir}"
+        f"rocketpy dev ready: namesrv={dev.namesrv_addr} broker={dev.broker_addr}{slave} store={dev.store_dir}"
     )
     _wait_for(stop)
     dev.stop()
@@ -152,6 +154,11 @@ def parser() -> argparse.ArgumentParser:
     dev.add_argument("--namesrv-port", type=int, default=9876)
     dev.add_argument("--port", type=int, default=10911, help="broker port")
     dev.add_argument("--store-dir", help=f"store root (default {default_dev_store()})")
+    dev.add_argument(
+        "--ha",
+        action="store_true",
+        help="also run a slave (port + 2, store <store-dir>-slave); the broker is a SYNC_MASTER",
+    )
     dev.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"
     )

@@ -58,6 +58,10 @@ class DevServer:
         store_dir: the store root (created if missing).
         broker_config: more broker.conf keys (RocketMQ names), e.g. ``{"flushDiskType": ...}``;
             they override :data:`DEV_STORE_DEFAULTS`.
+        ha: also start a slave (``brokerId=1``, ``brokerRole=SLAVE``, store beside the
+            master's in ``<store_dir>-slave``, port ``broker_port + 2``: the master's HA
+            listener takes ``broker_port + 1``); the master is then a ``SYNC_MASTER`` unless
+            ``broker_config`` names another ``brokerRole``.
     """
 
     def __init__(
@@ -67,6 +71,7 @@ class DevServer:
         broker_port: int = 10911,
         store_dir: str | os.PathLike[str] | None = None,
         broker_config: Mapping[str, str] | None = None,
+        ha: bool = False,
     ) -> None:
         self.host = host
         self.namesrv_port = namesrv_port
@@ -75,6 +80,8 @@ class DevServer:
         self.broker_config = dict(broker_config or {})
         self.namesrv: NameServer | None = None
         self.broker: Broker | None = None
+        self.ha = ha
+        self.slave: Broker | None = None
 
     def start(self) -> DevServer:
         """Starts both servers; returns self."""
@@ -88,13 +95,37 @@ class DevServer:
             "storePathRootDir": str(self.store_dir),
             **dev_store_defaults(self.store_dir),
         }
+        if self.ha:
+            overrides["brokerRole"] = "SYNC_MASTER"
         overrides.update(self.broker_config)
         try:
             self.broker = Broker.start(None, overrides)
+            if self.ha:
+                self.slave = Broker.start(None, self._slave_overrides(overrides))
         except BaseException:
-            self.namesrv.shutdown()
+            self.stop()
             raise
         return self
+
+    @property
+    def slave_store_dir(self) -> Path:
+        """The slave's store root (with ``ha``)."""
+        return self.store_dir.with_name(self.store_dir.name + "-slave")
+
+    def _slave_overrides(self, master: Mapping[str, str]) -> dict[str, str]:
+        slave_dir = self.slave_store_dir
+        slave_dir.mkdir(parents=True, exist_ok=True)
+        out = {k: v for k, v in master.items() if k not in ("brokerRole", "haListenPort")}
+        out.update(
+            {
+                "brokerId": "1",
+                "brokerRole": "SLAVE",
+                "listenPort": str(self.broker_port + 2 if self.broker_port else 0),
+                "storePathRootDir": str(slave_dir),
+                **dev_store_defaults(slave_dir),
+            }
+        )
+        return out
 
     @property
     def namesrv_addr(self) -> str:
@@ -108,11 +139,20 @@ class DevServer:
         assert self.broker is not None, "not started"
         return self.broker.broker_addr
 
+    @property
+    def slave_addr(self) -> str:
+        """``host:port`` of the slave (with ``ha``)."""
+        assert self.slave is not None, "no slave"
+        return self.slave.broker_addr
+
     def stop(self) -> None:
-        """Stops the broker (flushing the store) and then the name server."""
+        """Stops the slave and the broker (flushing their stores), then the name server."""
+        slave, self.slave = self.slave, None
         broker, self.broker = self.broker, None
         namesrv, self.namesrv = self.namesrv, None
         try:
+            if slave is not None:
+                slave.shutdown()
             if broker is not None:
                 broker.shutdown()
         finally:

@@ -63,6 +63,8 @@ rocketpy_protocol::config_struct! {
         transaction_check_max: i32 = 15 => "transactionCheckMax",
         /// Milliseconds between the broker's rounds of transaction checks.
         transaction_check_interval: u64 = 60_000 => "transactionCheckInterval",
+        /// Whether consumers reading far behind are sent to a slave (`suggestWhichBrokerId`).
+        slave_read_enable: bool = false => "slaveReadEnable",
         /// Milliseconds a queue lock lives without renewal (RocketMQ's system property).
         rebalance_lock_max_live_time: u64 = 60_000 => "rebalanceLockMaxLiveTime",
     }

@@ -93,6 +93,35 @@ impl ConsumerOffsetManager {
         result
     }
 
+    /// The table as `consumerOffset.json` holds it (GET_ALL_CONSUMER_OFFSET's answer).
+    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
+        let file = OffsetFile {
+            offset_table: self
+                .table
+                .read()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.iter().map(|(q, o)| (*q, *o)).collect()))
+                .collect(),
+        };
+        serde_json::to_vec(&file)
+    }
+
+    /// Takes a master's table (a slave's metadata sync): its entries replace ours, and entries
+    /// only we have — offsets committed to this slave while the master was away — stay.
+    pub fn merge_json(&self, body: &[u8]) -> Result<(), String> {
+        let file = fastjson::from_slice::<OffsetFile>(body).map_err(|e| e.to_string())?;
+        let mut t = self.table.write();
+        for (k, queues) in file.offset_table {
+            let entry = t.entry(k).or_default();
+            for (q, o) in queues {
+                if entry.insert(q, o) != Some(o) {
+                    self.dirty.store(true, Ordering::Release);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Groups with an offset for `topic`.
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
         self.table

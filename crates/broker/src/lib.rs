@@ -8,6 +8,7 @@ pub mod config_journal;
 pub mod consumer_manager;
 pub mod consumer_offset;
 pub mod error;
+pub mod ha;
 pub mod long_polling;
 pub mod processor;
 pub mod producer_manager;
@@ -65,6 +66,10 @@ pub struct BrokerInner {
     pub store_host: SocketAddr,
     /// Wakes the registration task for an immediate re-registration.
     pub register_now: Notify,
+    /// Replication: the master's slaves, or a slave's master.
+    pub ha: Arc<ha::HaService>,
+    /// `ip:port` of this broker's HA listener, advertised at registration (masters).
+    pub ha_addr: Option<String>,
 }
 
 /// Milliseconds since the epoch (0 if the clock is before it): store and version times.
@@ -86,6 +91,8 @@ pub struct Broker {
     inner: Arc<BrokerInner>,
     server: RemotingServer,
     tasks: Vec<JoinHandle<()>>,
+    /// Stops the replication tasks (HA listener and connections, or the slave's client).
+    ha_stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// The address to advertise when `brokerIP1` is not set: the bind address if it is specific,
@@ -160,8 +167,43 @@ impl Broker {
         };
         let store_host = SocketAddr::new(ip, port);
         let hold = Arc::new(PullHoldService::new());
+        let ha_service = Arc::new(ha::HaService::default());
         // The store was opened just above, so no other listener can be set yet.
-        let _first = store.set_arriving_listener(hold.clone());
+        let _first = store.set_arriving_listener(Arc::new(ha::Arrivals {
+            hold: hold.clone(),
+            ha: ha_service.clone(),
+        }));
+        let is_master = settings.store.broker_role.is_master();
+        let ha_listener = if is_master {
+            Some(
+                ha::master::bind(
+                    &broker_cfg.bind_address,
+                    settings.store.ha_listen_port,
+                    port,
+                )
+                .await
+                .map_err(|e| {
+                    BrokerError::Config(format!("cannot listen for slaves (haListenPort): {e}"))
+                })?,
+            )
+        } else {
+            None
+        };
+        let ha_addr = match &ha_listener {
+            Some(l) => Some(
+                SocketAddr::new(
+                    ip,
+                    l.local_addr()
+                        .map_err(|e| BrokerError::Config(format!("HA listener: {e}")))?
+                        .port(),
+                )
+                .to_string(),
+            ),
+            None => None,
+        };
+        if let Some(addr) = &settings.store.ha_master_address {
+            ha_service.set_master(Some(addr.clone()), None, false);
+        }
         let inner = Arc::new(BrokerInner {
             broker_addr: store_host.to_string(),
             store_host,
@@ -181,10 +223,27 @@ impl Broker {
             locks,
             hold,
             register_now: Notify::new(),
+            ha: ha_service,
+            ha_addr,
         });
         let _ = table_slot.set(inner.clone());
 
         let mut tasks = Vec::new();
+        let (ha_stop, ha_stopped) = tokio::sync::watch::channel(false);
+        match ha_listener {
+            Some(listener) => {
+                tokio::spawn(ha::master::serve(
+                    inner.clone(),
+                    listener,
+                    ha_stopped.clone(),
+                ));
+            }
+            None => {
+                tokio::spawn(ha::slave::run(inner.clone(), ha_stopped.clone()));
+                tasks.push(tokio::spawn(ha::sync::run(inner.clone(), ha_stopped)));
+            }
+        }
+        register::register_all(&inner, true).await;
         tasks.push(tokio::spawn(register::registration_loop(inner.clone())));
         tasks.push(tokio::spawn(transaction::check::check_loop(inner.clone())));
         let housekeeping = inner.clone();
@@ -227,6 +286,7 @@ impl Broker {
             inner,
             server,
             tasks,
+            ha_stop,
         })
     }
 
@@ -251,6 +311,7 @@ impl Broker {
         for task in &self.tasks {
             task.abort();
         }
+        self.ha_stop.send_replace(true);
         register::unregister_all(&self.inner).await;
         self.inner.hold.release_all();
         self.server.shutdown_graceful(Duration::from_secs(5)).await;

@@ -8,7 +8,7 @@ use rocketpy_protocol::body::{fastjson, DataVersion, RegisterBrokerBody};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::{
     QueryDataVersionRequestHeader, QueryDataVersionResponseHeader, RegisterBrokerRequestHeader,
-    UnRegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
 };
 use rocketpy_protocol::RemotingCommand;
 
@@ -32,12 +32,15 @@ fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
         broker_name: cfg.broker_name.clone(),
         broker_addr: broker.broker_addr.clone(),
         cluster_name: cfg.broker_cluster_name.clone(),
-        // RocketMQ's default HA port, listenPort + 1 (nothing listens there yet: no HA).
-        ha_server_addr: Some(format!(
-            "{}:{}",
-            broker.store_host.ip(),
-            broker.store_host.port().wrapping_add(1)
-        )),
+        // Where slaves connect (a master's HA listener); a slave has none and registers
+        // RocketMQ's default, listenPort + 1, as its Java counterpart does.
+        ha_server_addr: Some(broker.ha_addr.clone().unwrap_or_else(|| {
+            format!(
+                "{}:{}",
+                broker.store_host.ip(),
+                broker.store_host.port().wrapping_add(1)
+            )
+        })),
         broker_id: cfg.broker_id,
         compressed: Some(false),
         body_crc32: Some(crc.into()),
@@ -119,6 +122,17 @@ pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
             match broker.namesrv.invoke(&addr, req, timeout).await {
                 Ok(resp) if resp.code == response::SUCCESS => {
                     tracing::debug!(namesrv = %addr, "registered with name server");
+                    if !broker.settings.store.broker_role.is_master() {
+                        // A slave learns its master from the answer (RocketMQ's
+                        // RegisterBrokerResult: haServerAddr, masterAddr).
+                        if let Ok(h) = resp.decode_header::<RegisterBrokerResponseHeader>() {
+                            broker.ha.set_master(
+                                h.ha_server_addr,
+                                h.master_addr,
+                                broker.settings.store.ha_master_address.is_some(),
+                            );
+                        }
+                    }
                 }
                 Ok(resp) => tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "name server refused registration"),
                 Err(e) => tracing::warn!(namesrv = %addr, error = %e, "registration with name server failed"),
@@ -130,18 +144,19 @@ pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
     }
 }
 
-/// Registers now and then every period (`forceRegister` decides whether the period's
-/// registration may be skipped where nothing changed), or at once, always in full, when
-/// `register_now` is notified (topics changed).
+/// Registers every period after the first registration, which the broker's start awaits
+/// (as RocketMQ's broker does, so a client asking the name server right after the broker
+/// started finds it): `forceRegister` decides whether the period's registration may be
+/// skipped where nothing changed; a `register_now` notification (topics changed) registers
+/// at once, always in full.
 pub async fn registration_loop(broker: Arc<BrokerInner>) {
     let period = broker.config().register_period();
-    let mut force = true;
     loop {
-        register_all(&broker, force).await;
-        force = tokio::select! {
+        let force = tokio::select! {
             _ = tokio::time::sleep(period) => broker.config().force_register,
             _ = broker.register_now.notified() => true,
         };
+        register_all(&broker, force).await;
     }
 }
 

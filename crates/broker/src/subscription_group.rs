@@ -143,6 +143,23 @@ impl SubscriptionGroupManager {
         }
     }
 
+    /// Takes a master's groups (a slave's metadata sync): new or changed ones are stored.
+    pub fn merge_json(&self, body: &[u8]) -> Result<(), String> {
+        let file = fastjson::from_slice::<GroupFile>(body).map_err(|e| e.to_string())?;
+        for (_, cfg) in file.subscription_group_table {
+            let same = self
+                .table
+                .read()
+                .subscription_group_table
+                .get(&cfg.group_name)
+                .is_some_and(|ours| *ours == cfg);
+            if !same {
+                self.update(cfg);
+            }
+        }
+        Ok(())
+    }
+
     /// Every group as `SubscriptionGroupWrapper` JSON.
     pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
         serde_json::to_vec(&*self.table.read())

@@ -41,6 +41,10 @@ codes! {
         NOTIFY_CONSUMER_IDS_CHANGED = 40,
         LOCK_BATCH_MQ = 41,
         UNLOCK_BATCH_MQ = 42,
+        /// A slave's metadata sync: every committed consumer offset (`consumerOffset.json`).
+        GET_ALL_CONSUMER_OFFSET = 43,
+        /// A slave's metadata sync: the delay levels' progress (`delayOffset.json`).
+        GET_ALL_DELAY_OFFSET = 45,
         REGISTER_BROKER = 103,
         UNREGISTER_BROKER = 104,
         GET_ROUTEINFO_BY_TOPIC = 105,

@@ -304,6 +304,121 @@ impl CommitLog {
         Ok(results)
     }
 
+    /// Replication (a slave): writes records received from the master verbatim at `offset`,
+    /// which must be this log's end (or any file start when the log is empty: an empty slave
+    /// starts at the master's newest file). Takes the complete records at the head of `data`
+    /// and stops at the first incomplete one; a file's end filler consumes the filler's bytes
+    /// present in `data` (only its 8-byte header is written: the rest stays unwritten, as on
+    /// the master). Each record is checked (magic, sizes, CRC, and PHYSICALOFFSET equal to its
+    /// position) before anything of it is written; `reserve` then `dispatch` run for it as for
+    /// a put. Returns the bytes of `data` consumed and the log's new end.
+    pub fn append_verbatim(
+        &self,
+        offset: i64,
+        data: &[u8],
+        mut reserve: impl FnMut(&QueueUnits<'_>) -> Result<()>,
+        mut dispatch: impl FnMut(&RecordView<'_>) -> Result<()>,
+    ) -> Result<(usize, i64)> {
+        let mut state = self.lock_state();
+        let mut writer = self.files.writer();
+        let Ok(start) = u64::try_from(offset) else {
+            return Err(StoreError::InvalidArgument(format!(
+                "replica offset {offset} is negative"
+            )));
+        };
+        let end = match writer.tail() {
+            Some(tail) => tail.from_offset() + tail.wrote() as u64,
+            None => {
+                let file = writer.roll(start)?;
+                file.from_offset()
+            }
+        };
+        if end != start {
+            return Err(StoreError::ReplicaOffset {
+                expected: end as i64,
+                got: offset,
+            });
+        }
+        let (mut pos, mut end) = (0usize, offset);
+        while let Some((size, magic)) = record::peek_size(&data[pos..]) {
+            let file = writer.roll(0)?;
+            let remaining = file.remaining();
+            let rest = &data[pos..];
+            if magic == record::BLANK_MAGIC_CODE {
+                if usize::try_from(size).ok() != Some(remaining) {
+                    return Err(StoreError::corrupt(
+                        "replicated CommitLog",
+                        format!("end filler of {size} bytes at {end} where the file has {remaining} left (do both brokers use the same mapedFileSizeCommitLog?)"),
+                    ));
+                }
+                writer.append_tail(remaining, |buf| {
+                    buf[..record::END_FILE_MIN_BLANK_LENGTH]
+                        .copy_from_slice(&rest[..record::END_FILE_MIN_BLANK_LENGTH]);
+                })?;
+                pos += remaining.min(rest.len());
+                end += remaining as i64;
+                continue;
+            }
+            let len = usize::try_from(size).unwrap_or(0);
+            if magic != record::MESSAGE_MAGIC_CODE
+                || len < record::FIXED_LEN
+                || len + record::END_FILE_MIN_BLANK_LENGTH > remaining
+            {
+                return Err(StoreError::corrupt(
+                    "replicated CommitLog",
+                    format!("no record at {end} (size {size}, magic {magic:#010x}, {remaining} bytes left in its file)"),
+                ));
+            }
+            if len > rest.len() {
+                break;
+            }
+            let Decoded::Message(view) = record::decode(&rest[..len], true)? else {
+                unreachable!("the magic code was checked above");
+            };
+            if view.physical_offset != end {
+                return Err(StoreError::corrupt(
+                    "replicated CommitLog",
+                    format!("record at {end} says it is at {}", view.physical_offset),
+                ));
+            }
+            let consumable = consumable(view.sys_flag);
+            if consumable {
+                reserve(&(view.topic, view.queue_id, view.queue_offset, 1))?;
+            }
+            writer.reserve(end as u64, (end as usize + len) as u64)?;
+            writer.append_tail(len, |buf| buf.copy_from_slice(&rest[..len]))?;
+            if consumable {
+                let next = view.queue_offset + 1;
+                let queues = match state.queue_offsets.get_mut(view.topic) {
+                    Some(queues) => queues,
+                    None => state
+                        .queue_offsets
+                        .entry(view.topic.to_owned())
+                        .or_default(),
+                };
+                let slot = queues.entry(view.queue_id).or_insert(next);
+                *slot = (*slot).max(next);
+            }
+            state.last_store_timestamp = state.last_store_timestamp.max(view.store_timestamp);
+            dispatch(&view)?;
+            pos += len;
+            end += len as i64;
+        }
+        Ok((pos, end))
+    }
+
+    /// Replication: cuts the log back to `offset` (a slave ahead of a master that lost its
+    /// tail must not keep, nor serve, records the master no longer has).
+    /// Runs `then` (cutting the consume queues) under the put lock too, so no append sees
+    /// the log and its queues disagree.
+    pub fn truncate_to<T>(&self, offset: i64, then: impl FnOnce() -> Result<T>) -> Result<T> {
+        let _state = self.lock_state();
+        self.files
+            .writer()
+            .truncate_to(u64::try_from(offset).unwrap_or(0))?;
+        then()
+    }
+
     /// The record bytes at `offset` of `size`, sharing the mapped memory.
     pub fn read(&self, offset: i64, size: i32) -> Option<Bytes> {
         if offset < 0 || size <= 0 || self.is_bad(offset) {

@@ -34,6 +34,45 @@ impl ConfigValue for FlushDiskType {
     }
 }
 
+/// A broker's part in replication (RocketMQ's `BrokerRole`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRole {
+    /// Acknowledges writes before slaves have them.
+    AsyncMaster,
+    /// Acknowledges writes once a slave has them (or answers that it could not).
+    SyncMaster,
+    /// Copies a master's CommitLog; refuses writes.
+    Slave,
+}
+
+impl BrokerRole {
+    /// Whether this broker takes writes.
+    pub fn is_master(self) -> bool {
+        self != BrokerRole::Slave
+    }
+}
+
+impl ConfigValue for BrokerRole {
+    fn parse_value(raw: &str) -> std::result::Result<Self, String> {
+        match raw.trim() {
+            "ASYNC_MASTER" => Ok(BrokerRole::AsyncMaster),
+            "SYNC_MASTER" => Ok(BrokerRole::SyncMaster),
+            "SLAVE" => Ok(BrokerRole::Slave),
+            other => Err(format!(
+                "expected ASYNC_MASTER, SYNC_MASTER or SLAVE, not {other:?}"
+            )),
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            BrokerRole::SyncMaster => "SYNC_MASTER",
+            BrokerRole::Slave => "SLAVE",
+        }
+        .to_owned()
+    }
+}
+
 /// Default delay levels (`messageDelayLevel`).
 pub const DEFAULT_DELAY_LEVELS: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 
@@ -101,6 +140,20 @@ rocketpy_protocol::config_struct! {
         max_index_num: usize = 5_000_000 * 4 => "maxIndexNum",
         /// Milliseconds between saves of `config/delayOffset.json`.
         flush_delay_offset_interval: u64 = 10_000 => "flushDelayOffsetInterval",
+        /// ASYNC_MASTER, SYNC_MASTER or SLAVE.
+        broker_role: BrokerRole = BrokerRole::AsyncMaster => "brokerRole",
+        /// Port of the replication (HA) listener; 0 means the broker's listenPort + 1.
+        ha_listen_port: u16 = 0 => "haListenPort",
+        /// A slave's master HA address (`host:port`), when not learnt from the name server.
+        ha_master_address: Option<String> = None => "haMasterAddress",
+        /// Milliseconds between a slave's offset reports (its heartbeat).
+        ha_send_heartbeat_interval: u64 = 5_000 => "haSendHeartbeatInterval",
+        /// Milliseconds of silence after which either side closes the HA connection.
+        ha_housekeeping_interval: u64 = 20_000 => "haHousekeepingInterval",
+        /// Most CommitLog bytes in one HA frame.
+        ha_transfer_batch_size: usize = 32 * 1024 => "haTransferBatchSize",
+        /// SYNC_MASTER: bytes a slave may lag before writes answer SLAVE_NOT_AVAILABLE.
+        ha_slave_fallbehind_max: i64 = 256 * 1024 * 1024 => "haSlaveFallbehindMax",
     }
 }
 

@@ -42,6 +42,12 @@ pub enum StoreError {
         max: usize,
     },
     /// The store was shut down.
+    /// Replication: the master's bytes do not start where this store's CommitLog ends.
+    #[error("replicated data starts at {got}, but this store's CommitLog ends at {expected}")]
+    ReplicaOffset { expected: i64, got: i64 },
+    /// A slave's store takes writes only from its master.
+    #[error("message store is slave mode, so putMessage is forbidden")]
+    SlaveRole,
     #[error("store is shut down")]
     ShutDown,
     /// The disk is fuller than `diskSpaceWarningLevelRatio`, or a write found no space: puts

@@ -27,6 +27,7 @@ pub mod queue_table;
 pub mod ratelimit;
 pub mod reader;
 mod recovery;
+pub mod replica;
 mod reserve;
 pub mod schedule;
 #[cfg(any(test, feature = "sim"))]
@@ -34,7 +35,7 @@ pub mod sim;
 
 pub use cleanup::CleanReport;
 pub use commit_log::AppendResult;
-pub use config::{FlushDiskType, StoreConfig};
+pub use config::{BrokerRole, FlushDiskType, StoreConfig};
 pub use consume_queue::{ConsumeQueue, CqUnit};
 pub use error::{Result, StoreError};
 pub use flush::FlushTicket;

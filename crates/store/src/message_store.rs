@@ -80,18 +80,18 @@ pub struct MessageStore {
     config: StoreConfig,
     storage: Arc<dyn Storage>,
     root: PathBuf,
-    commit_log: Arc<CommitLog>,
-    queues: Arc<ConsumeQueueTable>,
+    pub(crate) commit_log: Arc<CommitLog>,
+    pub(crate) queues: Arc<ConsumeQueueTable>,
     index: Arc<IndexService>,
     schedule: ScheduleService,
     flush: Arc<FlushService>,
-    clean: Arc<CleanService>,
-    delay_levels: Vec<i64>,
+    pub(crate) clean: Arc<CleanService>,
+    pub(crate) delay_levels: Vec<i64>,
     /// See [`QueueReader::memory_for_cache`].
     memory_for_cache: i64,
     /// Set once (by the broker); read without a lock on every put.
-    listener: OnceLock<Arc<dyn MessageArrivingListener>>,
-    shut_down: AtomicBool,
+    pub(crate) listener: OnceLock<Arc<dyn MessageArrivingListener>>,
+    pub(crate) shut_down: AtomicBool,
     workers: Workers,
     /// Topics whose queues the prepare thread creates ahead ([`MessageStore::prepare_queues_later`]).
     to_prepare: parking_lot::Mutex<std::collections::VecDeque<(String, i32)>>,
@@ -220,13 +220,16 @@ impl MessageStore {
         self.workers.spawn("rocketpy-store-index", true, move || {
             Some(index.step(&commit_log, &flush, &mut next_index_flush))
         })?;
-        let weak: Weak<MessageStore> = Arc::downgrade(self);
-        let mut next_delay_persist = Instant::now();
-        self.workers
-            .spawn("rocketpy-store-schedule", false, move || {
-                let store = weak.upgrade()?;
-                Some(store.schedule_step(&mut next_delay_persist))
-            })?;
+        // Delayed delivery writes messages: a slave gets them from its master instead.
+        if self.config.broker_role.is_master() {
+            let weak: Weak<MessageStore> = Arc::downgrade(self);
+            let mut next_delay_persist = Instant::now();
+            self.workers
+                .spawn("rocketpy-store-schedule", false, move || {
+                    let store = weak.upgrade()?;
+                    Some(store.schedule_step(&mut next_delay_persist))
+                })?;
+        }
         let weak: Weak<MessageStore> = Arc::downgrade(self);
         self.workers
             .spawn("rocketpy-store-prepare", true, move || {
@@ -285,6 +288,9 @@ impl MessageStore {
     fn check_message(&self, msg: &MessageToStore) -> Result<()> {
         if self.shut_down.load(Ordering::Acquire) {
             return Err(StoreError::ShutDown);
+        }
+        if !self.config.broker_role.is_master() {
+            return Err(StoreError::SlaveRole);
         }
         self.clean.check_space()?;
         validate_topic(&msg.topic)?;
@@ -538,6 +544,29 @@ impl MessageStore {
     /// Next schedule offset per delay level.
     pub fn delay_offsets(&self) -> std::collections::BTreeMap<i32, i64> {
         self.schedule.offsets()
+    }
+
+    /// Replaces the delay offsets with a master's (a slave runs no delayed delivery of its
+    /// own) and saves `config/delayOffset.json`.
+    pub fn set_delay_offsets(&self, offsets: std::collections::BTreeMap<i32, i64>) -> Result<()> {
+        self.schedule.replace_offsets(offsets);
+        self.schedule.persist(
+            self.storage.as_ref(),
+            || self.commit_log.max_offset(),
+            false,
+        )
+    }
+
+    /// `config/delayOffset.json` as RocketMQ writes it: `{"offsetTable":{level:offset}}`
+    /// (GET_ALL_DELAY_OFFSET's answer).
+    pub fn delay_offsets_json(&self) -> String {
+        let table: Vec<String> = self
+            .schedule
+            .offsets()
+            .iter()
+            .map(|(l, o)| format!("\"{l}\":{o}"))
+            .collect();
+        format!("{{\"offsetTable\":{{{}}}}}", table.join(","))
     }
 
     /// File names (start offsets) of the CommitLog, in order.

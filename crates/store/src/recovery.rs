@@ -108,22 +108,7 @@ impl Recovery<'_> {
             );
             return Ok(());
         }
-        let req = DispatchRequest {
-            topic: view.topic,
-            queue_id: view.queue_id,
-            commit_log_offset: view.physical_offset,
-            msg_size: view.total_size,
-            tags_code: delay::compute_tags_code(
-                view.topic,
-                view.properties,
-                view.store_timestamp,
-                self.delay_levels,
-            ),
-            store_timestamp: view.store_timestamp,
-            consume_queue_offset: view.queue_offset,
-            properties: view.properties,
-            sys_flag: view.sys_flag,
-        };
+        let req = dispatch_request(view, self.delay_levels);
         if detect_gaps && req.is_consumable() {
             let max = self
                 .queues
@@ -142,6 +127,30 @@ impl Recovery<'_> {
             }
             other => other,
         }
+    }
+}
+
+/// What the consume queue needs from a record read back from the CommitLog (recovery, and
+/// a slave writing its master's records).
+pub(crate) fn dispatch_request<'a>(
+    view: &RecordView<'a>,
+    delay_levels: &[i64],
+) -> DispatchRequest<'a> {
+    DispatchRequest {
+        topic: view.topic,
+        queue_id: view.queue_id,
+        commit_log_offset: view.physical_offset,
+        msg_size: view.total_size,
+        tags_code: delay::compute_tags_code(
+            view.topic,
+            view.properties,
+            view.store_timestamp,
+            delay_levels,
+        ),
+        store_timestamp: view.store_timestamp,
+        consume_queue_offset: view.queue_offset,
+        properties: view.properties,
+        sys_flag: view.sys_flag,
     }
 }
 

@@ -47,6 +47,11 @@ pub struct ScheduleService {
 
 /// Parses `{"offsetTable":{1:5,"2":7},"commitLogOffset":123}` (fastjson's unquoted integer
 /// keys included) without a general JSON parser: the file holds integers only.
+/// The offsets of a `delayOffset.json` text (a master's GET_ALL_DELAY_OFFSET answer).
+pub fn parse_delay_offsets(text: &str) -> Option<BTreeMap<i32, i64>> {
+    parse_offsets(text).map(|(offsets, _)| offsets)
+}
+
 fn parse_offsets(text: &str) -> Option<(BTreeMap<i32, i64>, Option<i64>)> {
     let table_at = text.find("\"offsetTable\"")?;
     let open = table_at + text[table_at..].find('{')?;
@@ -230,6 +235,15 @@ impl ScheduleService {
             }
         }
         next_due
+    }
+
+    /// Replaces the offsets (a slave taking its master's); saved by the next `persist`.
+    pub fn replace_offsets(&self, offsets: BTreeMap<i32, i64>) {
+        let mut state = self.state.lock();
+        if state.offsets != offsets {
+            state.offsets = offsets;
+            state.dirty = true;
+        }
     }
 
     /// Writes the offsets (if they changed) with the CommitLog end `commit_log_end`, which

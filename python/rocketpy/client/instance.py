@@ -386,6 +386,21 @@ class ClientInstance:
         with self._lock:
             return self._broker_addrs.get(broker_name, {}).get(MASTER_ID)
 
+    def find_broker_in_subscribe(
+        self, broker_name: str, broker_id: int = MASTER_ID, only_this: bool = False
+    ) -> tuple[str, bool] | None:
+        """The address of ``broker_id`` in the group and whether it is a slave; unless
+        ``only_this``, any live member when that one is not in the route (reads and offsets
+        go to a slave while the master is away, as RocketMQ's clients do)."""
+        with self._lock:
+            addrs = self._broker_addrs.get(broker_name, {})
+            if broker_id in addrs:
+                return addrs[broker_id], broker_id != MASTER_ID
+            if only_this or not addrs:
+                return None
+            bid, addr = min(addrs.items())
+            return addr, bid != MASTER_ID
+
     def broker_addr(self, broker_name: str) -> str | None:
         """The master address, or any address of the group."""
         with self._lock:

@@ -34,8 +34,8 @@ from rocketpy.consumer.offset_store import (
 from rocketpy.consumer.process_queue import ProcessQueue
 from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
+from rocketpy.protocol import MASTER_ID, PullSysFlag, RequestCode, ResponseCode, retry_topic
 from rocketpy.protocol import Property as P
-from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode, retry_topic
 from rocketpy.validate import check_group, check_topic
 
 log = logging.getLogger("rocketpy.consumer")
@@ -105,6 +105,9 @@ class PullRequest:
     mq: MessageQueue
     pq: ProcessQueue
     next_offset: int
+    #: The broker id to pull from: the broker's last ``suggestWhichBrokerId`` (RocketMQ's
+    #: pullFromWhichNodeTable), the master's at first.
+    pull_from: int = MASTER_ID
 
 
 def _millis(when: dt.datetime | int | float) -> int:
@@ -412,12 +415,13 @@ class ConsumerBase(abc.ABC):
         inst = self._instance
         if inst is None:
             raise ClientError("consumer not started")
-        addr = inst.master_addr(mq.broker_name)
-        if addr is None:
+        found = inst.find_broker_in_subscribe(mq.broker_name)
+        if found is None:
             inst.update_route(mq.topic)
-            addr = inst.master_addr(mq.broker_name)
-        if addr is None:
-            raise ClientError(f"broker {mq.broker_name} has no master address")
+            found = inst.find_broker_in_subscribe(mq.broker_name)
+        if found is None:
+            raise ClientError(f"broker {mq.broker_name} has no address in the route")
+        addr = found[0]
         header: dict[str, object] = dict(topic=mq.topic, queue_id=mq.queue_id, **(extra or {}))
         return check(inst.remoting.invoke(addr, code, header, None, 3000), addr)
 
@@ -469,15 +473,19 @@ class ConsumerBase(abc.ABC):
             return
         if sub is None:
             sub = Subscription.parse(pr.mq.topic, "*")  # assigned queue of an unsubscribed topic
-        addr = inst.master_addr(pr.mq.broker_name)
-        if addr is None:
+        # The node the broker suggested last (a slave when this consumer reads far behind),
+        # else the master; any member of the group when that one is not in the route.
+        found = inst.find_broker_in_subscribe(pr.mq.broker_name, pr.pull_from)
+        if found is None:
             self._pull_later(pr, 3.0)
             return
+        addr, from_slave = found
         commit_offset = (
             offsets.read_memory(pr.mq) if self.message_model is MessageModel.CLUSTERING else -1
         )
         sys_flag = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION
-        if commit_offset > 0:
+        # Offsets are committed with pulls to the master only (a slave's are its master's).
+        if commit_offset > 0 and not from_slave:
             sys_flag |= PullSysFlag.COMMIT_OFFSET
         header = dict(
             consumer_group=self.group,
@@ -516,6 +524,9 @@ class ConsumerBase(abc.ABC):
             self._pull_later(pr, 3.0)
             return
         code = resp.code
+        suggested = resp.header.suggest_which_broker_id
+        if suggested is not None:
+            pr.pull_from = int(suggested)
         next_begin = resp.header.next_begin_offset
         next_offset = pr.next_offset if next_begin is None else int(next_begin)
         if code == ResponseCode.SUCCESS:

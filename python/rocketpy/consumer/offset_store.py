@@ -72,11 +72,13 @@ class RemoteOffsetStore(OffsetStore):
         self._group = group
 
     def _addr(self, mq: MessageQueue) -> str | None:
-        addr = self._instance.master_addr(mq.broker_name)
-        if addr is None:
+        """The master's address, or a slave's while the master is away (RocketMQ's clients
+        commit there too; the slave keeps those offsets until the master is back)."""
+        found = self._instance.find_broker_in_subscribe(mq.broker_name)
+        if found is None:
             self._instance.update_route(mq.topic)
-            addr = self._instance.master_addr(mq.broker_name)
-        return addr
+            found = self._instance.find_broker_in_subscribe(mq.broker_name)
+        return None if found is None else found[0]
 
     def read_store(self, mq: MessageQueue) -> int:
         """The broker's committed offset (cached on success), :data:`NOT_FOUND` or

@@ -102,3 +102,22 @@ pub fn get_all_subscription_groups(
     let body = broker.groups.to_json().map_err(system_error)?;
     reply(ok(req).with_body(body))
 }
+
+/// GET_ALL_CONSUMER_OFFSET: `consumerOffset.json` as it would be written now (a slave's sync).
+pub fn get_all_consumer_offsets(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let body = broker.offsets.to_json().map_err(system_error)?;
+    reply(ok(req).with_body(body))
+}
+
+/// GET_ALL_DELAY_OFFSET: `delayOffset.json`'s table (a slave's sync).
+pub fn get_all_delay_offsets(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    reply(ok(req).with_body(broker.store.delay_offsets_json().into_bytes()))
+}

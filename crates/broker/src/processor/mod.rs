@@ -17,8 +17,9 @@ use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
 
-use rocketpy_store::{FlushTicket, StoreError};
+use rocketpy_store::{Appended, BrokerRole, StoreError};
 
+use crate::ha::ReplicaWait;
 use crate::BrokerInner;
 
 /// The slot the broker state is put in once the server is bound (its port is part of it).
@@ -67,6 +68,14 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     t.register(
         request::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
         route(&slot, admin::get_all_subscription_groups),
+    );
+    t.register(
+        request::GET_ALL_CONSUMER_OFFSET,
+        route(&slot, admin::get_all_consumer_offsets),
+    );
+    t.register(
+        request::GET_ALL_DELAY_OFFSET,
+        route(&slot, admin::get_all_delay_offsets),
     );
     t.register_all(
         &[request::PULL_MESSAGE, request::LITE_PULL_MESSAGE],
@@ -184,6 +193,11 @@ pub(crate) fn store_error(e: StoreError) -> ProcessError {
             response::SERVICE_NOT_AVAILABLE,
             "service not available now: the store is shut down",
         ),
+        // RocketMQ's store refuses puts on a slave with this status and wording.
+        StoreError::SlaveRole => ProcessError::new(
+            response::SERVICE_NOT_AVAILABLE,
+            "service not available now: messages are put to the slave, which takes writes only from its master",
+        ),
         // RocketMQ's wording ("maybe disk full"): clients and operators grep for it.
         e if e.is_no_space() => ProcessError::new(
             response::SERVICE_NOT_AVAILABLE,
@@ -193,20 +207,43 @@ pub(crate) fn store_error(e: StoreError) -> ProcessError {
     }
 }
 
-/// Answers at once, or (SYNC_FLUSH) once the disk sync covering the message returned;
-/// FLUSH_DISK_TIMEOUT after `syncFlushTimeout` (the message is stored either way).
-pub(crate) fn with_flush_wait(
+/// Answers at once, or once the store's guarantees hold: under SYNC_FLUSH the disk sync
+/// covering the messages returned (FLUSH_DISK_TIMEOUT after `syncFlushTimeout`), and on a
+/// SYNC_MASTER a slave reported their bytes (FLUSH_SLAVE_TIMEOUT after `syncFlushTimeout`,
+/// SLAVE_NOT_AVAILABLE at once when no slave is near; the slave's status wins, as RocketMQ's).
+/// The messages are stored either way. `wait` false (every message said `WAIT=false`) answers
+/// at once.
+pub(crate) fn with_store_wait(
     broker: &BrokerInner,
     mut resp: RemotingCommand,
-    flush: Option<FlushTicket>,
+    appended: Appended,
+    wait: bool,
 ) -> Reply {
-    let Some(ticket) = flush else {
+    let replica_end = appended
+        .results
+        .last()
+        .map(|r| r.wrote_offset + i64::from(r.wrote_bytes))
+        .filter(|_| wait && broker.settings.store.broker_role == BrokerRole::SyncMaster);
+    let flush = appended.flush.filter(|_| wait);
+    if flush.is_none() && replica_end.is_none() {
         return Reply::Now(Some(resp));
-    };
+    }
     let timeout = std::time::Duration::from_millis(broker.settings.store.sync_flush_timeout);
+    let ha = broker.ha.clone();
+    let master_end = broker.store.commit_log_range().1;
+    let fall_behind_max = broker.settings.store.ha_slave_fallbehind_max;
     Reply::Later(Box::pin(async move {
-        if !matches!(tokio::time::timeout(timeout, ticket).await, Ok(true)) {
-            resp.code = response::FLUSH_DISK_TIMEOUT;
+        if let Some(ticket) = flush {
+            if !matches!(tokio::time::timeout(timeout, ticket).await, Ok(true)) {
+                resp.code = response::FLUSH_DISK_TIMEOUT;
+            }
+        }
+        if let Some(end) = replica_end {
+            match ha.wait_for(end, master_end, fall_behind_max, timeout).await {
+                ReplicaWait::Done => {}
+                ReplicaWait::Timeout => resp.code = response::FLUSH_SLAVE_TIMEOUT,
+                ReplicaWait::SlaveNotAvailable => resp.code = response::SLAVE_NOT_AVAILABLE,
+            }
         }
         Some(resp)
     }))

@@ -14,11 +14,15 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use rocketpy_store::GetMessageStatus;
 
+use crate::BrokerInner;
+
+/// The master's `brokerId`.
+const MASTER_ID: i64 = 0;
+
 use super::ok;
 use rocketpy_protocol::subscription::build_subscription;
 
 use crate::subscription::TagFilter;
-use crate::BrokerInner;
 
 enum Outcome {
     Respond(RemotingCommand),
@@ -57,11 +61,24 @@ fn pull_once(
         }
         Some(_) => {}
     }
-    let Some(topic_cfg) = broker.topics.get(&h.topic) else {
-        return Err(ProcessError::new(
-            response::TOPIC_NOT_EXIST,
-            format!("topic[{}] not exist, apply first please!", h.topic),
-        ));
+    let topic_cfg = match broker.topics.get(&h.topic) {
+        Some(cfg) => cfg,
+        // A slave can hold a topic's messages before its metadata sync brings the topic
+        // (created on the master less than a sync period ago): the queues it has are readable.
+        None if !broker.settings.store.broker_role.is_master()
+            && broker
+                .store
+                .find_consume_queue(&h.topic, h.queue_id)
+                .is_some() =>
+        {
+            rocketpy_protocol::body::TopicConfig::new(&h.topic, h.queue_id + 1)
+        }
+        None => {
+            return Err(ProcessError::new(
+                response::TOPIC_NOT_EXIST,
+                format!("topic[{}] not exist, apply first please!", h.topic),
+            ))
+        }
     };
     if !perm::is_readable(topic_cfg.perm) {
         return Err(ProcessError::new(
@@ -143,6 +160,7 @@ fn pull_once(
             .offsets
             .commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
     }
+    let (suggest, code) = suggest_node(broker, &h.consumer_group, &result, code);
     if code == response::PULL_NOT_FOUND && allow_suspend && h.sys_flag & pull_flag::SUSPEND != 0 {
         let wait = if cfg.long_polling_enable {
             h.suspend_timeout_millis.max(0) as u64
@@ -152,7 +170,7 @@ fn pull_once(
         return Ok(Outcome::Suspend(Duration::from_millis(wait)));
     }
     let mut resp = ok(req).with_header(&PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id: suggest,
         next_begin_offset: result.next_begin_offset,
         min_offset: result.min_offset,
         max_offset: result.max_offset,
@@ -162,6 +180,41 @@ fn pull_once(
         resp.body = result.concat();
     }
     Ok(Outcome::Respond(resp))
+}
+
+/// Which broker of the group the consumer should pull from next (`suggestWhichBrokerId`), as
+/// RocketMQ's PullMessageProcessor decides: with `slaveReadEnable`, a consumer reading far
+/// behind (beyond the page cache's share of memory) is sent to the group's
+/// `whichBrokerWhenConsumeSlowly`, else to its `brokerId`; without, always to the master. A
+/// slave whose master is connected sends readers that are not behind back to the master (and,
+/// having nothing for them, answers PULL_RETRY_IMMEDIATELY so they go at once); a slave
+/// without its master serves everyone — consumers ride through the master's absence.
+fn suggest_node(
+    broker: &BrokerInner,
+    group: &str,
+    result: &rocketpy_store::GetMessageResult,
+    code: i32,
+) -> (i64, i32) {
+    let cfg = broker.config();
+    let slow = result.suggest_pulling_from_slave;
+    let mut suggest = MASTER_ID;
+    if cfg.slave_read_enable {
+        if let Some(g) = broker.groups.find_or_create(group) {
+            suggest = if slow {
+                g.which_broker_when_consume_slowly
+            } else {
+                g.broker_id
+            };
+        }
+    }
+    let mut code = code;
+    if !broker.settings.store.broker_role.is_master() && !slow && broker.ha.master_connected() {
+        suggest = MASTER_ID;
+        if code != response::SUCCESS {
+            code = response::PULL_RETRY_IMMEDIATELY;
+        }
+    }
+    (suggest, code)
 }
 
 /// Handles PULL_MESSAGE.

@@ -16,7 +16,7 @@ use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{
     check_broker_writeable, dlq_topic, ok, reply, retry_topic, spread_queue, store_error,
-    with_flush_wait,
+    with_store_wait,
 };
 use crate::BrokerInner;
 
@@ -109,5 +109,5 @@ pub fn consumer_send_msg_back(
         .map_err(store_error)?;
     // Acknowledged like a send: under SYNC_FLUSH only once the retry copy is on disk, or the
     // consumer moves on from a message the broker may still lose.
-    Ok(with_flush_wait(broker, ok(req), appended.flush))
+    Ok(with_store_wait(broker, ok(req), appended, true))
 }

@@ -21,7 +21,7 @@ use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{
     check_broker_writeable, dlq_topic, ok, retry_topic, spread_queue, store_error, system_error,
-    with_flush_wait,
+    with_store_wait,
 };
 use crate::transaction::half;
 use crate::BrokerInner;
@@ -92,11 +92,7 @@ pub fn process(
         msg_region: Some("DefaultRegion".into()),
         trace_on: Some("true".into()),
     });
-    Ok(with_flush_wait(
-        broker,
-        resp,
-        appended.flush.filter(|_| wait),
-    ))
+    Ok(with_store_wait(broker, resp, appended, wait))
 }
 
 /// A transaction's prepared message is accepted unless the broker refuses them

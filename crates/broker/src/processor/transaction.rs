@@ -14,7 +14,7 @@ use rocketpy_protocol::topic::TRANS_HALF_TOPIC;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
-use super::{ok, reply, store_error, with_flush_wait};
+use super::{ok, reply, store_error, with_store_wait};
 use crate::transaction::{self, messages};
 use crate::BrokerInner;
 
@@ -86,7 +86,7 @@ pub fn end_transaction(
     };
     match resolved {
         // Held pulls wake through the store's arriving listener, as for any send.
-        Some(appended) => Ok(with_flush_wait(broker, ok(req), appended.flush)),
+        Some(appended) => Ok(with_store_wait(broker, ok(req), appended, true)),
         None => {
             tracing::debug!(offset = half.queue_offset, peer = %conn.peer(), "transaction already resolved; outcome ignored");
             reply(ok(req))

@@ -3,6 +3,7 @@
 //! temporary directory.
 
 mod broker;
+mod ha;
 mod namesrv;
 mod registration;
 mod relay;
@@ -20,7 +21,7 @@ pub struct Servers {
     pub namesrv: NameServer,
     pub broker: Option<Broker>,
     _store: tempfile::TempDir,
-    rt: tokio::runtime::Runtime,
+    pub rt: tokio::runtime::Runtime,
 }
 
 impl Servers {

@@ -401,6 +401,8 @@ exchanges! {
     GET_ALL_TOPIC_CONFIG => _, _;
     UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => _, _;
     GET_ALL_SUBSCRIPTIONGROUP_CONFIG => _, _;
+    GET_ALL_CONSUMER_OFFSET => _, _;
+    GET_ALL_DELAY_OFFSET => _, _;
     REGISTER_BROKER => RegisterBrokerRequestHeader, RegisterBrokerResponseHeader;
     UNREGISTER_BROKER => UnRegisterBrokerRequestHeader, _;
     GET_ROUTEINFO_BY_TOPIC => GetRouteInfoRequestHeader, _;

@@ -11,4 +11,5 @@ mod offline_reader;
 mod power_loss;
 mod put_get;
 mod recovery;
+mod replica;
 mod retention;

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench bench-scale fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test bench bench-ha bench-scale fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -84,6 +84,10 @@ FUZZ_RUNS ?= 1000000
 fuzz:
 	cargo +nightly fuzz --version >/dev/null 2>&1 || cargo +nightly install cargo-fuzz --locked
 	RUNS=$(FUZZ_RUNS) fuzz/run.sh
+
+# Replication: slave throughput under batch load, SYNC_MASTER vs ASYNC_MASTER (64 threads).
+bench-ha: install
+	$(BIN)/python benches/ha.py
 
 # Topic scale (100 / 1,000 / 10,000 topics): creation, first send, route lookup, heartbeat,
 # broker RSS and disk blocks; about 5 minutes. LEVELS=100,1000 for a shorter run.

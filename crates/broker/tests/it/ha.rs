@@ -46,7 +46,7 @@ fn send(w: &mut Wire, topic: &str, queue: i32, body: &[u8]) -> crate::wire::Fram
     )
 }
 
-fn start_slave(servers: &Servers, store: &Path) -> Broker {
+fn start_broker(servers: &Servers, store: &Path, extra: &[(&str, &str)]) -> Broker {
     let mut settings = BrokerSettings::new(store);
     for (k, v) in [
         ("bindAddress", "127.0.0.1"),
@@ -56,15 +56,25 @@ fn start_slave(servers: &Servers, store: &Path) -> Broker {
         ("mapedFileSizeConsumeQueue", "6000"),
         ("maxHashSlotNum", "1000"),
         ("maxIndexNum", "4000"),
-        ("brokerId", "1"),
-        ("brokerRole", "SLAVE"),
-    ] {
+        ("registerNameServerPeriod", "1000"),
+    ]
+    .iter()
+    .chain(extra)
+    {
         settings.set(k, v).unwrap();
     }
     settings
         .set("namesrvAddr", &servers.namesrv_addr().to_string())
         .unwrap();
     servers.rt.block_on(Broker::start(settings)).unwrap()
+}
+
+fn start_slave(servers: &Servers, store: &Path) -> Broker {
+    start_broker(
+        servers,
+        store,
+        &[("brokerId", "1"), ("brokerRole", "SLAVE")],
+    )
 }
 
 fn commit_log(store: &Path) -> Vec<(String, Vec<u8>)> {
@@ -245,4 +255,104 @@ fn a_slave_serves_readers_while_its_master_is_away() {
     let caught_up = pull(&mut ws, "ReadTopic", 20);
     assert_eq!(caught_up.code, 19, "PULL_NOT_FOUND: {:?}", caught_up.remark);
     servers.rt.block_on(slave.shutdown()).unwrap();
+}
+
+/// The master loses its tail (as an unflushed page cache does in a power loss: here its last
+/// records are zeroed while it is down) and restarts shorter than its slave: the slave cuts
+/// itself back to the master's end, and what follows is byte-identical again. A slave that was
+/// down while the master rolled several files catches up.
+#[test]
+fn a_slave_follows_a_master_that_lost_its_tail() {
+    let mut servers = Servers::start_with(|namesrv| {
+        vec![
+            ("namesrvAddr", namesrv.to_string()),
+            ("registerNameServerPeriod", "1000".into()),
+        ]
+    });
+    let master_dir = servers
+        .broker
+        .as_ref()
+        .unwrap()
+        .inner()
+        .settings
+        .store
+        .store_path_root_dir
+        .clone();
+    let slave_dir = tempfile::tempdir().unwrap();
+    let slave = start_slave(&servers, slave_dir.path());
+    let master = servers.broker.take().unwrap();
+    wait_for("the slave to connect", || {
+        master.inner().ha.slave_count() == 1
+    });
+    let mut w = Wire::connect(master.local_addr());
+    for i in 0..100 {
+        assert_eq!(
+            send(&mut w, "TailTopic", 0, format!("a{i}").as_bytes()).code,
+            SUCCESS
+        );
+    }
+    let end = master.inner().store.commit_log_range().1;
+    wait_for("the slave to copy", || {
+        slave.inner().store.commit_log_range().1 == end
+    });
+    // The 91st record starts where the master will lose its tail.
+    let r = master
+        .inner()
+        .store
+        .get_message("TailTopic", 0, 90, 1, None);
+    let cut = match rocketpy_protocol::message::record::decode(&r.messages[0], false).unwrap() {
+        rocketpy_protocol::message::record::Decoded::Message(v) => v.physical_offset,
+        other => panic!("not a message: {other:?}"),
+    };
+    servers.rt.block_on(master.shutdown()).unwrap();
+    // Zero the master's records from `cut` on (the files are 1 MiB: all in the first).
+    let file = master_dir.join("commitlog").join(format!("{:020}", 0));
+    let mut bytes = std::fs::read(&file).unwrap();
+    for b in &mut bytes[cut as usize..end as usize] {
+        *b = 0;
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    let master = start_broker(&servers, &master_dir, &[]);
+    assert_eq!(master.inner().store.commit_log_range().1, cut);
+    wait_for("the slave to cut back", || {
+        slave.inner().store.commit_log_range().1 == cut
+    });
+    assert_eq!(slave.inner().store.max_offset_in_queue("TailTopic", 0), 90);
+    wait_for("the slave to reconnect", || {
+        master.inner().ha.slave_count() == 1
+    });
+    let mut w = Wire::connect(master.local_addr());
+    for i in 0..50 {
+        assert_eq!(
+            send(&mut w, "TailTopic", 0, format!("b{i}").as_bytes()).code,
+            SUCCESS
+        );
+    }
+    let end = master.inner().store.commit_log_range().1;
+    wait_for("the slave to copy again", || {
+        slave.inner().store.commit_log_range().1 == end
+    });
+    assert_eq!(slave.inner().store.max_offset_in_queue("TailTopic", 0), 140);
+
+    // Far behind: the slave down while the master rolls several files.
+    servers.rt.block_on(slave.shutdown()).unwrap();
+    for i in 0..400usize {
+        let body = vec![b'x'; 8000 + i];
+        assert_eq!(send(&mut w, "TailTopic", 1, &body).code, SUCCESS);
+    }
+    let end = master.inner().store.commit_log_range().1;
+    assert!(end > 3 * 1048576);
+    let slave = start_slave(&servers, slave_dir.path());
+    wait_for("the slave to catch up", || {
+        slave.inner().store.commit_log_range().1 == end
+    });
+    master.inner().store.flush().unwrap();
+    slave.inner().store.flush().unwrap();
+    let (ours, theirs) = (commit_log(slave_dir.path()), commit_log(&master_dir));
+    assert_eq!(ours.len(), theirs.len());
+    for ((name, a), (_, b)) in ours.iter().zip(&theirs) {
+        assert!(a == b, "{name} differs");
+    }
+    servers.rt.block_on(slave.shutdown()).unwrap();
+    servers.rt.block_on(master.shutdown()).unwrap();
 }

@@ -110,6 +110,14 @@ def test_consumers_ride_through_a_masters_death(tmp_path):
         counts = got()
         duplicates = sum(n - 1 for b, n in counts.items() if b != b"probe" and n > 1)
         print(f"acked {dict(by_broker)}, statuses {dict(statuses)}, duplicates {duplicates}")
+
+        # Master a returns: the consumer commits its progress on a's queues to it again.
+        master_a.start()
+        master_a_addr = f"127.0.0.1:{master_a.args[master_a.args.index('--port') + 1]}"
+        assert wait_until(
+            lambda: committed(master_a_addr, "ha-c", 4) == queue_ends(master_a_addr, 4),
+            timeout=60,
+        ), (committed(master_a_addr, "ha-c", 4), queue_ends(master_a_addr, 4))
     finally:
         stop.set()
         if consumer is not None:
@@ -131,6 +139,34 @@ def test_dev_server_with_a_slave(tmp_path):
                 assert p.send(Message("DevHa", f"{i}".encode())).status is SendStatus.SEND_OK
         assert dev.slave_addr != dev.broker_addr
     assert (tmp_path / "dev-slave" / "commitlog").is_dir()
+
+
+def _queue_query(addr: str, code: int, queues: int, **extra: object) -> list[int]:
+    from rocketpy._native import RemotingClient
+
+    client = RemotingClient()
+    try:
+        out = []
+        for q in range(queues):
+            resp = client.invoke(addr, code, dict(topic=TOPIC, queue_id=q, **extra), None, 3000)
+            out.append(int(resp.header.offset) if resp.code == 0 else -1)
+        return out
+    finally:
+        client.shutdown()
+
+
+def committed(addr: str, group: str, queues: int) -> list[int]:
+    """The group's committed offsets of TOPIC's queues on the broker at ``addr``."""
+    from rocketpy.protocol import RequestCode
+
+    return _queue_query(addr, RequestCode.QUERY_CONSUMER_OFFSET, queues, consumer_group=group)
+
+
+def queue_ends(addr: str, queues: int) -> list[int]:
+    """The max offsets of TOPIC's queues on the broker at ``addr``."""
+    from rocketpy.protocol import RequestCode
+
+    return _queue_query(addr, RequestCode.GET_MAX_OFFSET, queues)
 
 
 def slave_bodies(addr: str, topic: str, queues: int) -> set[bytes]:

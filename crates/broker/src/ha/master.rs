@@ -74,14 +74,18 @@ async fn connection(
     let batch = cfg.ha_transfer_batch_size.max(1);
     // The slave's reports, as they come (the newest wins).
     let (reports, mut reported) = watch::channel::<Option<i64>>(None);
-    let ha = broker.ha.clone();
+    let owner = broker.clone();
     let reader = tokio::spawn(async move {
         let mut buf = [0u8; 8];
         loop {
             match tokio::time::timeout(housekeeping, rd.read_exact(&mut buf)).await {
                 Ok(Ok(_)) => {
                     let offset = i64::from_be_bytes(buf);
-                    ha.report(offset);
+                    // A slave ahead of this master holds bytes the master lost, not its
+                    // writes: its offset acknowledges nothing.
+                    if offset <= owner.store.commit_log_range().1 {
+                        owner.ha.report(offset);
+                    }
                     reports.send_replace(Some(offset));
                 }
                 Ok(Err(e)) => return format!("read failed: {e}"),

@@ -12,7 +12,9 @@
 //! SYNC_MASTER acknowledges a write once a slave reported an offset past it ([`HaService::wait_for`]).
 //! Departure from 4.x, on purpose: a slave reporting more than the master has (the master lost
 //! an unflushed tail) is told the master's end with a heartbeat and cuts itself back, instead of
-//! the two failing to agree forever.
+//! the two failing to agree forever. What offsets cannot show (neither can 4.x; 5.x adds
+//! epochs): a master that lost its tail and took new writes past the slave's end before the
+//! slave reconnected — the slave then keeps its old bytes below that end.
 
 pub mod master;
 pub mod slave;

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench bench-ha bench-scale fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test bench bench-ha bench-scale ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -84,6 +84,11 @@ FUZZ_RUNS ?= 1000000
 fuzz:
 	cargo +nightly fuzz --version >/dev/null 2>&1 || cargo +nightly install cargo-fuzz --locked
 	RUNS=$(FUZZ_RUNS) fuzz/run.sh
+
+# The SYNC_MASTER kill -9 loop of tests/test_ha.py for HA_CRASH_CYCLES cycles (5 in `make test`).
+HA_CRASH_CYCLES ?= 100
+ha-crash-loop: install
+	HA_CRASH_CYCLES=$(HA_CRASH_CYCLES) $(BIN)/pytest -q -s tests/test_ha.py -k random
 
 # Replication: slave throughput under batch load, SYNC_MASTER vs ASYNC_MASTER (64 threads).
 bench-ha: install

@@ -5,6 +5,7 @@ is lost (duplicates are allowed — at-least-once — and counted)."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -216,7 +217,8 @@ def test_sync_master_killed_at_random_moments_loses_nothing_on_its_slave(tmp_pat
     slave_addr = f"127.0.0.1:{slave.args[slave.args.index('--port') + 1]}"
     rng = random.Random(7)
     acked: set[bytes] = set()
-    cycles = 5
+    # `make ha-crash-loop` runs many more (HA_CRASH_CYCLES).
+    cycles = int(os.environ.get("HA_CRASH_CYCLES", "5"))
     try:
         with Admin(ns_addr) as admin:
             admin.create_topic(TOPIC, queues=2)

@@ -23,7 +23,7 @@ TOPIC = "HaTopic"
 
 def group(ns_addr: str, name: str, tmp_path, role: str = "SYNC_MASTER"):  # type: ignore[no-untyped-def]
     """A master and its slave of broker group ``name`` (explicit HA ports: free ones)."""
-    common = {"brokerName": name, "syncFlushTimeout": "3000"}
+    common = {"brokerName": name, "slaveTimeout": "3000"}
     master = broker(
         ns_addr,
         free_port(),

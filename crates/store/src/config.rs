@@ -152,6 +152,8 @@ rocketpy_protocol::config_struct! {
         ha_housekeeping_interval: u64 = 20_000 => "haHousekeepingInterval",
         /// Most CommitLog bytes in one HA frame.
         ha_transfer_batch_size: usize = 32 * 1024 => "haTransferBatchSize",
+        /// SYNC_MASTER: milliseconds a write waits for a slave before FLUSH_SLAVE_TIMEOUT (4.9.3+'s key).
+        slave_timeout: u64 = 3_000 => "slaveTimeout",
         /// SYNC_MASTER: bytes a slave may lag before writes answer SLAVE_NOT_AVAILABLE.
         ha_slave_fallbehind_max: i64 = 256 * 1024 * 1024 => "haSlaveFallbehindMax",
     }

@@ -36,7 +36,7 @@ pub enum ReplicaWait {
     Done,
     /// No slave is connected, or the best is more than `haSlaveFallbehindMax` behind.
     SlaveNotAvailable,
-    /// No slave reported the bytes within `syncFlushTimeout`.
+    /// No slave reported the bytes within `slaveTimeout`.
     Timeout,
 }
 

@@ -209,7 +209,7 @@ pub(crate) fn store_error(e: StoreError) -> ProcessError {
 
 /// Answers at once, or once the store's guarantees hold: under SYNC_FLUSH the disk sync
 /// covering the messages returned (FLUSH_DISK_TIMEOUT after `syncFlushTimeout`), and on a
-/// SYNC_MASTER a slave reported their bytes (FLUSH_SLAVE_TIMEOUT after `syncFlushTimeout`,
+/// SYNC_MASTER a slave reported their bytes (FLUSH_SLAVE_TIMEOUT after `slaveTimeout`,
 /// SLAVE_NOT_AVAILABLE at once when no slave is near; the slave's status wins, as RocketMQ's).
 /// The messages are stored either way. `wait` false (every message said `WAIT=false`) answers
 /// at once.
@@ -229,6 +229,7 @@ pub(crate) fn with_store_wait(
         return Reply::Now(Some(resp));
     }
     let timeout = std::time::Duration::from_millis(broker.settings.store.sync_flush_timeout);
+    let slave_timeout = std::time::Duration::from_millis(broker.settings.store.slave_timeout);
     let ha = broker.ha.clone();
     let master_end = broker.store.commit_log_range().1;
     let fall_behind_max = broker.settings.store.ha_slave_fallbehind_max;
@@ -239,7 +240,10 @@ pub(crate) fn with_store_wait(
             }
         }
         if let Some(end) = replica_end {
-            match ha.wait_for(end, master_end, fall_behind_max, timeout).await {
+            match ha
+                .wait_for(end, master_end, fall_behind_max, slave_timeout)
+                .await
+            {
                 ReplicaWait::Done => {}
                 ReplicaWait::Timeout => resp.code = response::FLUSH_SLAVE_TIMEOUT,
                 ReplicaWait::SlaveNotAvailable => resp.code = response::SLAVE_NOT_AVAILABLE,

@@ -96,7 +96,7 @@ fn a_sync_master_acknowledges_what_its_slave_has() {
         vec![
             ("namesrvAddr", namesrv.to_string()),
             ("brokerRole", "SYNC_MASTER".into()),
-            ("syncFlushTimeout", "3000".into()),
+            ("slaveTimeout", "3000".into()),
         ]
     });
     let master = servers.broker.as_ref().unwrap();

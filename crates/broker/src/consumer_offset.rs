@@ -74,15 +74,7 @@ impl ConsumerOffsetManager {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        let file = OffsetFile {
-            offset_table: self
-                .table
-                .read()
-                .iter()
-                .map(|(k, v)| (k.clone(), v.iter().map(|(q, o)| (*q, *o)).collect()))
-                .collect(),
-        };
-        let json = serde_json::to_vec_pretty(&file).map_err(|e| StoreError::Config {
+        let json = serde_json::to_vec_pretty(&self.file()).map_err(|e| StoreError::Config {
             path: self.path.clone(),
             reason: e.to_string(),
         })?;
@@ -95,15 +87,19 @@ impl ConsumerOffsetManager {
 
     /// The table as `consumerOffset.json` holds it (GET_ALL_CONSUMER_OFFSET's answer).
     pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let file = OffsetFile {
+        serde_json::to_vec(&self.file())
+    }
+
+    /// The table in the file's shape.
+    fn file(&self) -> OffsetFile {
+        OffsetFile {
             offset_table: self
                 .table
                 .read()
                 .iter()
                 .map(|(k, v)| (k.clone(), v.iter().map(|(q, o)| (*q, *o)).collect()))
                 .collect(),
-        };
-        serde_json::to_vec(&file)
+        }
     }
 
     /// Takes a master's table (a slave's metadata sync): its entries replace ours, and entries

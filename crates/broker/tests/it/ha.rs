@@ -48,18 +48,11 @@ fn send(w: &mut Wire, topic: &str, queue: i32, body: &[u8]) -> crate::wire::Fram
 
 fn start_broker(servers: &Servers, store: &Path, extra: &[(&str, &str)]) -> Broker {
     let mut settings = BrokerSettings::new(store);
-    for (k, v) in [
-        ("bindAddress", "127.0.0.1"),
-        ("brokerIP1", "127.0.0.1"),
-        ("listenPort", "0"),
-        ("mapedFileSizeCommitLog", "1048576"),
-        ("mapedFileSizeConsumeQueue", "6000"),
-        ("maxHashSlotNum", "1000"),
-        ("maxIndexNum", "4000"),
-        ("registerNameServerPeriod", "1000"),
-    ]
-    .iter()
-    .chain(extra)
+    let period = [("registerNameServerPeriod", "1000")];
+    for (k, v) in crate::BROKER_TEST_SETTINGS
+        .iter()
+        .chain(&period)
+        .chain(extra)
     {
         settings.set(k, v).unwrap();
     }

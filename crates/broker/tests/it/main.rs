@@ -16,6 +16,17 @@ use std::time::{Duration, Instant};
 use rocketpy_broker::{Broker, BrokerSettings};
 use rocketpy_namesrv::{NameServer, NamesrvConfig};
 
+/// Every test broker's settings: loopback, a free port, small files.
+pub const BROKER_TEST_SETTINGS: &[(&str, &str)] = &[
+    ("bindAddress", "127.0.0.1"),
+    ("brokerIP1", "127.0.0.1"),
+    ("listenPort", "0"),
+    ("mapedFileSizeCommitLog", "1048576"),
+    ("mapedFileSizeConsumeQueue", "6000"),
+    ("maxHashSlotNum", "1000"),
+    ("maxIndexNum", "4000"),
+];
+
 /// A name server and a broker registered with it.
 pub struct Servers {
     pub namesrv: NameServer,
@@ -47,15 +58,7 @@ impl Servers {
             .unwrap();
         let settings_for = settings;
         let mut settings = BrokerSettings::new(store.path());
-        for (k, v) in [
-            ("bindAddress", "127.0.0.1"),
-            ("brokerIP1", "127.0.0.1"),
-            ("listenPort", "0"),
-            ("mapedFileSizeCommitLog", "1048576"),
-            ("mapedFileSizeConsumeQueue", "6000"),
-            ("maxHashSlotNum", "1000"),
-            ("maxIndexNum", "4000"),
-        ] {
+        for (k, v) in BROKER_TEST_SETTINGS {
             settings.set(k, v).unwrap();
         }
         for (k, v) in settings_for(namesrv.local_addr()) {

@@ -69,3 +69,39 @@ def fast_config(namesrv: str, name: str | None = None) -> ClientConfig:
         persist_consumer_offset_interval_ms=300,
         rebalance_interval_ms=1000,
     )
+
+
+def pull_bodies(addr: str, topic: str, queues: int) -> set[bytes]:
+    """Every message body in queues ``0..queues`` of ``topic`` on the broker at ``addr``, pulled
+    over the wire with a bare RemotingClient (no consumer, no name server): what that one broker
+    serves, e.g. a slave whose master is gone."""
+    from rocketpy._native import RemotingClient
+    from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode
+
+    client = RemotingClient()
+    out: set[bytes] = set()
+    try:
+        for q in range(queues):
+            offset = 0
+            while True:
+                header = dict(
+                    consumer_group="ha-check",
+                    topic=topic,
+                    queue_id=q,
+                    queue_offset=offset,
+                    max_msg_nums=32,
+                    sys_flag=PullSysFlag.SUBSCRIPTION,
+                    commit_offset=0,
+                    suspend_timeout_millis=0,
+                    subscription="*",
+                    sub_version=0,
+                    expression_type="TAG",
+                )
+                resp = client.invoke(addr, RequestCode.PULL_MESSAGE, header, None, 5000)
+                if resp.code != ResponseCode.SUCCESS:
+                    break
+                out.update(m.body for m in resp.decode_messages())
+                offset = int(resp.header.next_begin_offset)
+    finally:
+        client.shutdown()
+    return out

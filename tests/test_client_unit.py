@@ -169,3 +169,38 @@ def test_worker_pool_gives_work_to_the_thread_idle_last():
     assert len(pool._threads) == 8
     assert len(set(used)) == 1, set(used)
     assert pool.shutdown(timeout=5) is True
+
+
+def test_worker_pool_threads_idle_too_long_end_and_come_back_on_demand():
+    """An idle thread ends after idle_timeout (returning its malloc cache); work that comes
+    later starts a thread again, never more than the pool's size."""
+    import threading
+    import time
+
+    from rocketpy.consumer.workers import WorkerPool
+
+    pool = WorkerPool(4, "t", idle_timeout=0.2)
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    def busy() -> None:
+        started.release()
+        release.wait()
+
+    for _ in range(6):
+        pool.submit(busy)
+    for _ in range(4):
+        assert started.acquire(timeout=5)
+    assert len(pool._threads) == 4, "at most size threads"
+    release.set()
+    for _ in range(2):
+        assert started.acquire(timeout=5), "the queued calls ran too"
+    deadline = time.monotonic() + 5
+    while pool._threads and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pool._threads == [], "idle threads ended"
+    done = threading.Event()
+    pool.submit(done.set)
+    assert done.wait(5)
+    assert len(pool._threads) == 1
+    assert pool.shutdown(timeout=5) is True

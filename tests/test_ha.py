@@ -12,7 +12,7 @@ from collections import Counter
 
 from servers import broker, free_port, namesrv
 
-from helpers import Collector, fast_config, start_consumer, wait_until
+from helpers import Collector, fast_config, pull_bodies, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, Message, Producer, SendStatus
 from rocketpy.admin import Admin
 from rocketpy.errors import RocketpyError
@@ -170,40 +170,6 @@ def queue_ends(addr: str, queues: int) -> list[int]:
     return _queue_query(addr, RequestCode.GET_MAX_OFFSET, queues)
 
 
-def slave_bodies(addr: str, topic: str, queues: int) -> set[bytes]:
-    """Every message body in ``topic`` on the broker at ``addr`` (pulled over the wire)."""
-    from rocketpy._native import RemotingClient
-    from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode
-
-    client = RemotingClient()
-    out: set[bytes] = set()
-    try:
-        for q in range(queues):
-            offset = 0
-            while True:
-                header = dict(
-                    consumer_group="ha-check",
-                    topic=topic,
-                    queue_id=q,
-                    queue_offset=offset,
-                    max_msg_nums=32,
-                    sys_flag=PullSysFlag.SUBSCRIPTION,
-                    commit_offset=0,
-                    suspend_timeout_millis=0,
-                    subscription="*",
-                    sub_version=0,
-                    expression_type="TAG",
-                )
-                resp = client.invoke(addr, RequestCode.PULL_MESSAGE, header, None, 5000)
-                if resp.code != ResponseCode.SUCCESS:
-                    break
-                out.update(m.body for m in resp.decode_messages())
-                offset = int(resp.header.next_begin_offset)
-    finally:
-        client.shutdown()
-    return out
-
-
 def test_sync_master_killed_at_random_moments_loses_nothing_on_its_slave(tmp_path):
     """The single-broker crash loop with the slave as the survivor: each cycle sends to a
     SYNC_MASTER for a random moment and kills it with SIGKILL; everything it acknowledged
@@ -242,7 +208,7 @@ def test_sync_master_killed_at_random_moments_loses_nothing_on_its_slave(tmp_pat
                     except RocketpyError:
                         pass
                 killer.join()
-            on_slave = slave_bodies(slave_addr, TOPIC, 2)
+            on_slave = pull_bodies(slave_addr, TOPIC, 2)
             lost = acked - on_slave
             assert not lost, f"cycle {cycle}: {len(lost)} acknowledged messages not on the slave"
             master.start()

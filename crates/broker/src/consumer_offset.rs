@@ -1,13 +1,15 @@
 //! Committed consumer offsets (`config/consumerOffset.json`):
-//! `{"offsetTable":{"topic@group":{"0":12,"1":5}}}`. RocketMQ's fastjson writes the queue ids
-//! without quotes; both forms are read, standard JSON is written.
+//! `{"offsetTable":{"topic@group":{"0":12,"1":5}},"dataVersion":{...}}`. RocketMQ's fastjson
+//! writes the queue ids without quotes; both forms are read, standard JSON is written.
+//! `dataVersion` is 5.x's (4.x has the table only and skips it); 5.x-shaped readers such as
+//! rocketmq-rust's slave sync require it in GET_ALL_CONSUMER_OFFSET's answer.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use parking_lot::RwLock;
-use rocketpy_protocol::body::fastjson;
+use rocketpy_protocol::body::{fastjson, DataVersion};
 use rocketpy_store::StoreError;
 use serde::{Deserialize, Serialize};
 
@@ -18,6 +20,8 @@ use crate::config_file;
 struct OffsetFile {
     #[serde(default)]
     offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+    #[serde(default)]
+    data_version: DataVersion,
 }
 
 /// Offsets by `topic@group`, then queue id.
@@ -26,6 +30,9 @@ pub struct ConsumerOffsetManager {
     path: PathBuf,
     table: RwLock<HashMap<String, HashMap<i32, i64>>>,
     dirty: AtomicBool,
+    /// `dataVersion`: changes to the table, and when the last one was made.
+    changes: AtomicI64,
+    changed_at: AtomicI64,
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -39,6 +46,7 @@ impl ConsumerOffsetManager {
             fastjson::from_slice::<OffsetFile>(b).map_err(|e| e.to_string())
         })?
         .unwrap_or_default();
+        let version = file.data_version;
         let table = file
             .offset_table
             .into_iter()
@@ -48,7 +56,17 @@ impl ConsumerOffsetManager {
             path,
             table: RwLock::new(table),
             dirty: AtomicBool::new(false),
+            changes: AtomicI64::new(version.counter),
+            changed_at: AtomicI64::new(version.timestamp),
         })
+    }
+
+    /// Marks the table changed: to be written, and a new `dataVersion`.
+    fn changed(&self) {
+        self.dirty.store(true, Ordering::Release);
+        self.changes.fetch_add(1, Ordering::Relaxed);
+        self.changed_at
+            .store(rocketpy_store::message_store_now(), Ordering::Relaxed);
     }
 
     /// Records a committed offset.
@@ -56,7 +74,7 @@ impl ConsumerOffsetManager {
         let mut t = self.table.write();
         let entry = t.entry(key(topic, group)).or_default();
         if entry.insert(queue_id, offset) != Some(offset) {
-            self.dirty.store(true, Ordering::Release);
+            self.changed();
         }
     }
 
@@ -99,6 +117,11 @@ impl ConsumerOffsetManager {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.iter().map(|(q, o)| (*q, *o)).collect()))
                 .collect(),
+            data_version: DataVersion {
+                timestamp: self.changed_at.load(Ordering::Relaxed),
+                counter: self.changes.load(Ordering::Relaxed),
+                state_version: 0,
+            },
         }
     }
 
@@ -111,7 +134,7 @@ impl ConsumerOffsetManager {
             let entry = t.entry(k).or_default();
             for (q, o) in queues {
                 if entry.insert(q, o) != Some(o) {
-                    self.dirty.store(true, Ordering::Release);
+                    self.changed();
                 }
             }
         }

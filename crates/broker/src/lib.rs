@@ -90,9 +90,32 @@ impl BrokerInner {
 pub struct Broker {
     inner: Arc<BrokerInner>,
     server: RemotingServer,
+    /// The same requests on listenPort - 2 (see [`bind_vip`]).
+    vip_server: Option<RemotingServer>,
     tasks: Vec<JoinHandle<()>>,
     /// Stops the replication tasks (HA listener and connections, or the slave's client).
     ha_stop: tokio::sync::watch::Sender<bool>,
+}
+
+/// RocketMQ's "VIP channel": a Java broker serves the same requests on `listenPort - 2` too (its
+/// fast remoting server), and some peers only ever use that port — a 4.x slave's metadata sync
+/// (GET_ALL_TOPIC_CONFIG and the rest, `MixAll.brokerVIPChannel(true, …)`) and clients with
+/// `vipChannelEnabled`. It is derived, not configured, as in 4.x. A broker that cannot have
+/// that port (taken, or the main port below 3) runs without it and says so.
+async fn bind_vip(
+    host: &str,
+    port: u16,
+    table: rocketpy_remoting::ProcessorTable,
+    config: ServerConfig,
+) -> Option<RemotingServer> {
+    let vip_port = port.checked_sub(2).filter(|p| *p > 0)?;
+    match RemotingServer::bind(&format!("{host}:{vip_port}"), table, config).await {
+        Ok(server) => Some(server),
+        Err(e) => {
+            tracing::warn!(port = vip_port, error = %e, "no VIP channel (listenPort - 2): 4.x slaves cannot sync metadata from this broker");
+            None
+        }
+    }
 }
 
 /// The address to advertise when `brokerIP1` is not set: the bind address if it is specific,
@@ -155,10 +178,17 @@ impl Broker {
         let server = RemotingServer::bind(
             &bind,
             processor::processor_table(table_slot.clone()),
-            server_config,
+            server_config.clone(),
         )
         .await?;
         let port = server.local_addr().port();
+        let vip_server = bind_vip(
+            &broker_cfg.bind_address,
+            port,
+            processor::processor_table(table_slot.clone()),
+            server_config,
+        )
+        .await;
         let ip = match &broker_cfg.broker_ip1 {
             Some(ip) => ip.parse::<IpAddr>().map_err(|_| {
                 BrokerError::Config(format!("brokerIP1 {ip:?} is not an IP address"))
@@ -285,6 +315,7 @@ impl Broker {
         Ok(Broker {
             inner,
             server,
+            vip_server,
             tasks,
             ha_stop,
         })
@@ -314,6 +345,9 @@ impl Broker {
         self.ha_stop.send_replace(true);
         register::unregister_all(&self.inner).await;
         self.inner.hold.release_all();
+        if let Some(vip) = &self.vip_server {
+            vip.shutdown().await;
+        }
         self.server.shutdown_graceful(Duration::from_secs(5)).await;
         self.inner.namesrv.shutdown();
         self.inner.offsets.persist()?;

@@ -74,6 +74,11 @@ impl SubscriptionGroupConfig {
 struct GroupFile {
     #[serde(default)]
     subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+    /// 5.x's per-group forbidden topics (group -> topic -> flags). Not enforced here; kept and
+    /// always written as 5.x does, because 5.x-shaped readers (rocketmq-rust's slave sync)
+    /// require the field, and 4.x readers skip it.
+    #[serde(default)]
+    forbidden_table: BTreeMap<String, BTreeMap<String, i32>>,
     #[serde(default)]
     data_version: DataVersion,
 }

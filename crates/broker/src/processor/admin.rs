@@ -70,7 +70,11 @@ pub fn get_all_topic_config(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    json_reply(req, &broker.topics.snapshot())
+    let topics = broker.topics.snapshot();
+    json_reply(
+        req,
+        &rocketpy_protocol::body::TopicConfigAndMapping::new(&topics),
+    )
 }
 
 /// Creates or updates a subscription group (body: `SubscriptionGroupConfig` JSON).

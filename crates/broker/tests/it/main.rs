@@ -8,6 +8,7 @@ mod namesrv;
 mod registration;
 mod relay;
 mod transaction;
+mod vip;
 mod wire;
 
 use std::net::SocketAddr;

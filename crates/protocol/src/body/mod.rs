@@ -14,4 +14,7 @@ pub use heartbeat::{
 };
 pub use lock::{LockBatchRequestBody, LockBatchResponseBody, MessageQueue};
 pub use route::{BrokerData, ClusterInfo, QueueData, TopicList, TopicRouteData};
-pub use topic::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper};
+pub use topic::{
+    DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigAndMapping,
+    TopicConfigSerializeWrapper,
+};

@@ -1,6 +1,6 @@
 //! Topic configuration and the REGISTER_BROKER body.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,10 @@ pub struct TopicConfig {
     /// Whether the topic is ordered.
     #[serde(default)]
     pub order: bool,
+    /// 5.x's topic attributes (e.g. `message.type`). Kept as given and always written, as 5.x
+    /// does: 4.x readers skip the field, 5.x-shaped readers (rocketmq-rust) require it.
+    #[serde(default)]
+    pub attributes: BTreeMap<String, String>,
 }
 
 fn default_perm() -> i32 {
@@ -49,6 +53,7 @@ impl TopicConfig {
             topic_filter_type: default_filter_type(),
             topic_sys_flag: 0,
             order: false,
+            attributes: BTreeMap::new(),
         }
     }
 }
@@ -64,13 +69,10 @@ pub struct DataVersion {
     #[serde(default)]
     pub counter: i64,
     /// 5.x brokers' state version (part of equality there). Kept so a 5.x broker's version is
-    /// answered back whole; absent from what 4.x writes, so written only when set.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// answered back whole. Always written, as 5.x does: 4.x readers (fastjson) skip fields they
+    /// do not know, and 5.x-shaped readers (rocketmq-rust's slave sync) require it.
+    #[serde(default)]
     pub state_version: i64,
-}
-
-fn is_zero(v: &i64) -> bool {
-    *v == 0
 }
 
 /// `config/topics.json` and the topic part of REGISTER_BROKER.
@@ -83,6 +85,36 @@ pub struct TopicConfigSerializeWrapper {
     /// Version of the table.
     #[serde(default)]
     pub data_version: DataVersion,
+}
+
+/// GET_ALL_TOPIC_CONFIG's answer as 5.x writes it (`TopicConfigAndMappingSerializeWrapper`): the
+/// topic table and its version, plus the static-topic mapping tables, which this broker does
+/// not have (written empty). 4.x readers decode the table and skip the rest; 5.x-shaped
+/// readers (rocketmq-rust's slave sync) require all of it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopicConfigAndMapping<'a> {
+    /// `topicConfigTable` and `dataVersion`.
+    #[serde(flatten)]
+    pub topics: &'a TopicConfigSerializeWrapper,
+    /// Static topics' queue mappings: none.
+    pub topic_queue_mapping_info_map: serde_json::Map<String, serde_json::Value>,
+    /// Static topics' mapping details: none.
+    pub topic_queue_mapping_detail_map: serde_json::Map<String, serde_json::Value>,
+    /// Version of the (empty) mapping tables.
+    pub mapping_data_version: DataVersion,
+}
+
+impl<'a> TopicConfigAndMapping<'a> {
+    /// `topics` with empty mapping tables.
+    pub fn new(topics: &'a TopicConfigSerializeWrapper) -> Self {
+        TopicConfigAndMapping {
+            topics,
+            topic_queue_mapping_info_map: serde_json::Map::new(),
+            topic_queue_mapping_detail_map: serde_json::Map::new(),
+            mapping_data_version: DataVersion::default(),
+        }
+    }
 }
 
 /// Body of REGISTER_BROKER (uncompressed form).

@@ -89,3 +89,20 @@ def json_body(body: bytes, what: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CorruptDataError(f"{what}: expected a JSON object, got {type(data).__name__}")
     return data
+
+
+def mq_table(table: dict[str, Any] | None, what: str) -> dict[Any, Any]:
+    """A map keyed by ``MessageQueue`` from a server's JSON body (``offsetTable`` of
+    ``TopicStatsTable``, ``ConsumeStats``, ``ResetOffsetBody``): fastjson writes each key as the
+    queue's JSON object, which :func:`json_body` turns into a string holding that object."""
+    from rocketpy.message import MessageQueue
+
+    out: dict[Any, Any] = {}
+    for key, value in (table or {}).items():
+        try:
+            q = json.loads(key)
+            mq = MessageQueue(str(q["topic"]), str(q["brokerName"]), int(q["queueId"]))
+        except (ValueError, KeyError, TypeError):
+            raise CorruptDataError(f"{what}: not a message queue key: {key!r}") from None
+        out[mq] = value
+    return out

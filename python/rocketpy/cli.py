@@ -165,11 +165,23 @@ def parser() -> argparse.ArgumentParser:
     dev.set_defaults(func=cmd_dev)
 
     bench.add_parser(sub)
+    sub.add_parser(
+        "admin",
+        help="mqadmin's commands (rocketpy admin -h lists them)",
+        add_help=False,
+        prefix_chars="\0",
+    ).add_argument("args", nargs=argparse.REMAINDER)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``rocketpy`` command."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["admin"]:
+        from rocketpy import mqadmin
+
+        mqadmin.main(argv[1:], prog="rocketpy admin")
+        return
     args = parser().parse_args(argv)
     init_logging(args.log_level)
     try:

@@ -20,15 +20,24 @@ use rocketpy_store::StoreError;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-/// The journal beside the config file `config` (`<config>.journal`) and the `{"put": T}`
-/// entries it holds past `counter` (the counter the config file was written at), in counter
-/// order, with the last counter among them (or `counter`). Entries that do not parse are
-/// logged and skipped: `what` names them.
-pub fn open_puts<T: DeserializeOwned>(
+/// One journaled change: `{"put": T}` (added or replaced) or `{"delete": "name"}`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change<T> {
+    /// Added or replaced.
+    Put(T),
+    /// Removed, by name.
+    Delete(String),
+}
+
+/// The journal beside the config file `config` (`<config>.journal`) and the changes it holds
+/// past `counter` (the counter the config file was written at), in counter order, with the
+/// last counter among them (or `counter`). Entries that do not parse are logged and skipped:
+/// `what` names them.
+pub fn open_changes<T: DeserializeOwned>(
     config: &Path,
     counter: i64,
     what: &str,
-) -> Result<(Journal, Vec<T>, i64), StoreError> {
+) -> Result<(Journal, Vec<Change<T>>, i64), StoreError> {
     let mut path = config.as_os_str().to_owned();
     path.push(".journal");
     let (journal, mut changes) = Journal::open(path.into())?;
@@ -40,8 +49,13 @@ pub fn open_puts<T: DeserializeOwned>(
         if v <= counter {
             continue; // already in the config file
         }
+        if let Some(name) = change.get("delete").and_then(Value::as_str) {
+            puts.push(Change::Delete(name.to_owned()));
+            last = v;
+            continue;
+        }
         match change.get("put").map(|c| T::deserialize(c)) {
-            Some(Ok(entry)) => puts.push(entry),
+            Some(Ok(entry)) => puts.push(Change::Put(entry)),
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "ignoring a {what} journal entry that does not parse")
             }

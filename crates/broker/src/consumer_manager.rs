@@ -6,13 +6,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
+use rocketpy_protocol::body::admin::{ClientConnection, ConsumerConnection};
 use rocketpy_protocol::body::heartbeat::{ConsumeFromWhere, ConsumeType, MessageModel};
 use rocketpy_protocol::body::{ConsumerData, SubscriptionData};
+use rocketpy_protocol::LanguageCode;
 use rocketpy_remoting::Connection;
+
+use crate::producer_manager::client_connection;
 
 #[derive(Debug, Clone)]
 struct Member {
     conn: Arc<Connection>,
+    /// The client's language and protocol version (its heartbeat's header), for mqadmin.
+    client: (LanguageCode, i32),
     last_update: Instant,
 }
 
@@ -45,6 +51,7 @@ impl ConsumerManager {
         &self,
         client_id: &str,
         conn: &Arc<Connection>,
+        client: (LanguageCode, i32),
         data: &ConsumerData,
     ) -> Option<Changed> {
         let mut groups = self.groups.write();
@@ -77,6 +84,7 @@ impl ConsumerManager {
             client_id.to_owned(),
             Member {
                 conn: conn.clone(),
+                client,
                 last_update: Instant::now(),
             },
         );
@@ -158,5 +166,46 @@ impl ConsumerManager {
     /// The message model of a group, if known.
     pub fn message_model(&self, group: &str) -> Option<MessageModel> {
         self.groups.read().get(group).map(|g| g.message_model)
+    }
+
+    /// GET_CONSUMER_CONNECTION_LIST's answer, if the group has members.
+    pub fn connection(&self, group: &str) -> Option<ConsumerConnection> {
+        let groups = self.groups.read();
+        let g = groups.get(group).filter(|g| !g.members.is_empty())?;
+        let connection_set: Vec<ClientConnection> = g
+            .members
+            .iter()
+            .map(|(id, m)| client_connection(id, &m.conn, m.client))
+            .collect();
+        Some(ConsumerConnection {
+            connection_set,
+            subscription_table: g
+                .subscriptions
+                .iter()
+                .map(|(t, s)| (t.clone(), s.clone()))
+                .collect(),
+            consume_type: g.consume_type,
+            message_model: g.message_model,
+            consume_from_where: g.consume_from_where,
+        })
+    }
+
+    /// Groups with members subscribed to `topic`.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        self.groups
+            .read()
+            .iter()
+            .filter(|(_, g)| g.subscriptions.contains_key(topic))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// Every member connection of `group`.
+    pub fn member_connections(&self, group: &str) -> Vec<Arc<Connection>> {
+        self.groups
+            .read()
+            .get(group)
+            .map(|g| g.members.values().map(|m| m.conn.clone()).collect())
+            .unwrap_or_default()
     }
 }

@@ -141,6 +141,33 @@ impl ConsumerOffsetManager {
         Ok(())
     }
 
+    /// Every `(topic, queue id, offset)` committed by `group`.
+    pub fn offsets_of_group(&self, group: &str) -> Vec<(String, i32, i64)> {
+        let suffix = format!("@{group}");
+        let t = self.table.read();
+        let mut out: Vec<_> = t
+            .iter()
+            .filter_map(|(k, q)| Some((k.strip_suffix(&suffix)?, q)))
+            .flat_map(|(topic, q)| q.iter().map(move |(id, o)| (topic.to_owned(), *id, *o)))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Forgets every offset of `topic` (`Some`) or of `group` (`None` topic) — topic and group
+    /// removal.
+    pub fn remove(&self, topic: Option<&str>, group: Option<&str>) {
+        let mut t = self.table.write();
+        let before = t.len();
+        t.retain(|k, _| {
+            let (kt, kg) = k.split_once('@').unwrap_or((k, ""));
+            !(topic.is_none_or(|x| x == kt) && group.is_none_or(|x| x == kg))
+        });
+        if t.len() != before {
+            self.changed();
+        }
+    }
+
     /// Groups with an offset for `topic`.
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
         self.table

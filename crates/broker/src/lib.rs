@@ -14,6 +14,7 @@ pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;
 pub mod register;
+pub mod stats;
 pub mod subscription;
 pub mod subscription_group;
 pub mod topic_config;
@@ -70,6 +71,13 @@ pub struct BrokerInner {
     pub ha: Arc<ha::HaService>,
     /// `ip:port` of this broker's HA listener, advertised at registration (masters).
     pub ha_addr: Option<String>,
+    /// Traffic statistics (mqadmin's brokerStatus, clusterList, statsAll).
+    pub stats: stats::BrokerStats,
+    /// When the broker started (ms since the epoch).
+    pub boot_ms: i64,
+    /// `brokerPermission` now: set from the config, changed at run time by
+    /// UPDATE_BROKER_CONFIG (mqadmin updateBrokerConfig), read by every send and pull.
+    pub permission: std::sync::atomic::AtomicI32,
 }
 
 /// Milliseconds since the epoch (0 if the clock is before it): store and version times.
@@ -83,6 +91,26 @@ impl BrokerInner {
     /// Broker config.
     pub fn config(&self) -> &BrokerConfig {
         &self.settings.broker
+    }
+
+    /// The broker's permission now (`brokerPermission`, see [`BrokerInner::permission`]).
+    pub fn permission(&self) -> i32 {
+        self.permission.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// Takes the statistics' snapshots every 10 s (days are UTC days), and gives freed heap
+/// memory back (see `rocketpy_remoting::memory`).
+async fn sample_stats(broker: Arc<BrokerInner>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(10));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = now_millis();
+        broker
+            .stats
+            .sample(now, now / 86_400_000, &broker.config().broker_cluster_name);
+        rocketpy_remoting::memory::release_free_memory();
     }
 }
 
@@ -231,6 +259,7 @@ impl Broker {
             ),
             None => None,
         };
+        let permission = settings.broker.broker_permission;
         if let Some(addr) = &settings.store.ha_master_address {
             ha_service.set_master(Some(addr.clone()), None, false);
         }
@@ -255,6 +284,9 @@ impl Broker {
             register_now: Notify::new(),
             ha: ha_service,
             ha_addr,
+            stats: stats::BrokerStats::new(),
+            boot_ms: now_millis(),
+            permission: std::sync::atomic::AtomicI32::new(permission),
         });
         let _ = table_slot.set(inner.clone());
 
@@ -276,6 +308,7 @@ impl Broker {
         register::register_all(&inner, true).await;
         tasks.push(tokio::spawn(register::registration_loop(inner.clone())));
         tasks.push(tokio::spawn(transaction::check::check_loop(inner.clone())));
+        tasks.push(tokio::spawn(sample_stats(inner.clone())));
         let housekeeping = inner.clone();
         tasks.push(tokio::spawn(async move {
             let period = Duration::from_millis(

@@ -7,11 +7,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
+use rocketpy_protocol::body::admin::ClientConnection;
+use rocketpy_protocol::LanguageCode;
 use rocketpy_remoting::Connection;
 
 #[derive(Debug)]
 struct Member {
     conn: Arc<Connection>,
+    /// The client's language and protocol version (its heartbeat's header), for mqadmin.
+    client: (LanguageCode, i32),
     last_update: Instant,
 }
 
@@ -23,9 +27,16 @@ pub struct ProducerManager {
 
 impl ProducerManager {
     /// Records a heartbeat of `client_id` in `group`.
-    pub fn register(&self, group: &str, client_id: &str, conn: &Arc<Connection>) {
+    pub fn register(
+        &self,
+        group: &str,
+        client_id: &str,
+        conn: &Arc<Connection>,
+        client: (LanguageCode, i32),
+    ) {
         let member = Member {
             conn: conn.clone(),
+            client,
             last_update: Instant::now(),
         };
         let mut groups = self.groups.write();
@@ -74,5 +85,33 @@ impl ProducerManager {
             .filter(|m| !m.conn.is_closed())
             .collect();
         (!live.is_empty()).then(|| live[turn % live.len()].conn.clone())
+    }
+
+    /// The group's members as GET_PRODUCER_CONNECTION_LIST lists them.
+    pub fn connections(&self, group: &str) -> Vec<ClientConnection> {
+        let groups = self.groups.read();
+        groups
+            .get(group)
+            .map(|members| {
+                members
+                    .iter()
+                    .map(|(id, m)| client_connection(id, &m.conn, m.client))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// One member as mqadmin shows it.
+pub(crate) fn client_connection(
+    client_id: &str,
+    conn: &Connection,
+    (language, version): (LanguageCode, i32),
+) -> ClientConnection {
+    ClientConnection {
+        client_id: client_id.to_owned(),
+        client_addr: conn.peer().to_string(),
+        language: language.name().to_owned(),
+        version,
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rocketpy_protocol::body::{fastjson, DataVersion, RegisterBrokerBody};
 use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::header::{
     QueryDataVersionRequestHeader, QueryDataVersionResponseHeader, RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
@@ -15,8 +16,17 @@ use rocketpy_protocol::RemotingCommand;
 use crate::BrokerInner;
 
 fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
+    let mut topics = broker.topics.snapshot();
+    // A broker that may not be written or read registers every topic with its own
+    // permission (RocketMQ's registerBrokerAll), so clients route around it.
+    let permission = broker.permission();
+    if !perm::is_writeable(permission) || !perm::is_readable(permission) {
+        for cfg in topics.topic_config_table.values_mut() {
+            cfg.perm = permission;
+        }
+    }
     let body = RegisterBrokerBody {
-        topic_config_serialize_wrapper: broker.topics.snapshot(),
+        topic_config_serialize_wrapper: topics,
         filter_server_list: Vec::new(),
     };
     let body = match serde_json::to_vec(&body) {

@@ -12,7 +12,7 @@ use rocketpy_store::StoreError;
 use serde::{Deserialize, Serialize};
 
 use crate::config_file;
-use crate::config_journal::{self, Journal};
+use crate::config_journal::{self, Change, Journal};
 
 /// One group's settings (RocketMQ's `SubscriptionGroupConfig` field names).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,14 +100,21 @@ impl SubscriptionGroupManager {
             fastjson::from_slice::<GroupFile>(b).map_err(|e| e.to_string())
         })?
         .unwrap_or_default();
-        let (journal, changes, counter) = config_journal::open_puts::<SubscriptionGroupConfig>(
+        let (journal, changes, counter) = config_journal::open_changes::<SubscriptionGroupConfig>(
             &path,
             file.data_version.counter,
             "subscription group",
         )?;
-        for cfg in changes {
-            file.subscription_group_table
-                .insert(cfg.group_name.clone(), cfg);
+        for change in changes {
+            match change {
+                Change::Put(cfg) => {
+                    file.subscription_group_table
+                        .insert(cfg.group_name.clone(), cfg);
+                }
+                Change::Delete(name) => {
+                    file.subscription_group_table.remove(&name);
+                }
+            }
         }
         file.data_version.counter = counter;
         Ok(SubscriptionGroupManager {
@@ -146,6 +153,26 @@ impl SubscriptionGroupManager {
         if let Err(e) = self.journal.append(counter, entry) {
             tracing::error!(error = %e, "journaling a subscription group change failed");
         }
+    }
+
+    /// Removes a group's settings (DELETE_SUBSCRIPTIONGROUP), durably; false if it had none.
+    pub fn delete(&self, group: &str) -> bool {
+        let counter = {
+            let mut t = self.table.write();
+            if t.subscription_group_table.remove(group).is_none() {
+                return false;
+            }
+            t.data_version.counter += 1;
+            t.data_version.timestamp = rocketpy_store::message_store_now();
+            t.data_version.counter
+        };
+        if let Err(e) = self
+            .journal
+            .append(counter, serde_json::json!({ "delete": group }))
+        {
+            tracing::error!(error = %e, "journaling a subscription group removal failed");
+        }
+        true
     }
 
     /// Takes a master's groups (a slave's metadata sync): new or changed ones are stored.

@@ -15,7 +15,7 @@ use rocketpy_store::StoreError;
 
 use crate::config::BrokerConfig;
 use crate::config_file;
-use crate::config_journal::{self, Journal};
+use crate::config_journal::{self, Change, Journal};
 use crate::now_millis;
 
 /// Topics known to the broker.
@@ -39,12 +39,22 @@ impl TopicConfigManager {
         })?
         .unwrap_or_default();
         let mut wrapper = loaded;
-        let (journal, changes, counter) =
-            config_journal::open_puts::<TopicConfig>(&path, wrapper.data_version.counter, "topic")?;
-        for cfg in changes {
-            wrapper
-                .topic_config_table
-                .insert(cfg.topic_name.clone(), cfg);
+        let (journal, changes, counter) = config_journal::open_changes::<TopicConfig>(
+            &path,
+            wrapper.data_version.counter,
+            "topic",
+        )?;
+        for change in changes {
+            match change {
+                Change::Put(cfg) => {
+                    wrapper
+                        .topic_config_table
+                        .insert(cfg.topic_name.clone(), cfg);
+                }
+                Change::Delete(name) => {
+                    wrapper.topic_config_table.remove(&name);
+                }
+            }
         }
         wrapper.data_version.counter = counter;
         // Entries whose name would be an unsafe directory are dropped, not trusted.
@@ -125,6 +135,30 @@ impl TopicConfigManager {
         };
         // Outside the table's lock: sends look topics up while the line is synced.
         self.journal.append(counter, entry)
+    }
+
+    /// A new data version with no change to the table: the name servers take the topics again
+    /// at the next registration (after the broker's permission changed).
+    pub fn bump_version(&self) {
+        let mut t = self.table.write();
+        t.data_version.counter += 1;
+        t.data_version.timestamp = now_millis();
+    }
+
+    /// Removes a topic (DELETE_TOPIC_IN_BROKER), durably; false if it did not exist.
+    pub fn delete(&self, topic: &str) -> Result<bool, StoreError> {
+        let counter = {
+            let mut t = self.table.write();
+            if t.topic_config_table.remove(topic).is_none() {
+                return Ok(false);
+            }
+            t.data_version.counter += 1;
+            t.data_version.timestamp = now_millis();
+            t.data_version.counter
+        };
+        self.journal
+            .append(counter, serde_json::json!({ "delete": topic }))?;
+        Ok(true)
     }
 
     /// RocketMQ's `createTopicInSendMessageMethod`: when `topic` is unknown, creates it from

@@ -54,6 +54,7 @@ impl NameServer {
                 tick.tick().await;
                 scan_routes
                     .scan_not_active(Duration::from_millis(config.broker_channel_expired_time));
+                rocketpy_remoting::memory::release_free_memory();
             }
         });
         tracing::info!(addr = %server.local_addr(), "name server listening");

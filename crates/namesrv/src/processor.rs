@@ -6,8 +6,11 @@ use rocketpy_protocol::body::topic::register_body_data_version;
 use rocketpy_protocol::body::{fastjson, DataVersion, RegisterBrokerBody, TopicList};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::{
-    GetRouteInfoRequestHeader, QueryDataVersionRequestHeader, QueryDataVersionResponseHeader,
+    AddWritePermOfBrokerResponseHeader, BrokerNameRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader, GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader, QueryDataVersionRequestHeader, QueryDataVersionResponseHeader,
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 };
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
@@ -171,8 +174,59 @@ pub fn processor_table(routes: Arc<RouteInfoManager>) -> ProcessorTable {
             Ok(Reply::Now(Some(ok(req).with_body(body))))
         }),
     );
+    register_admin(&mut table, &routes);
     table.on_close(Arc::new(move |conn: &Arc<Connection>| {
         routes.on_connection_closed(conn.id())
     }));
     table
+}
+
+/// mqadmin's requests: wipeWritePerm / addWritePerm, deleteTopic, topicList -c.
+fn register_admin(table: &mut ProcessorTable, routes: &Arc<RouteInfoManager>) {
+    for (code, add) in [
+        (request::WIPE_WRITE_PERM_OF_BROKER, false),
+        (request::ADD_WRITE_PERM_OF_BROKER, true),
+    ] {
+        let r = routes.clone();
+        table.register(
+            code,
+            Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| {
+                let h: BrokerNameRequestHeader = req.decode_header()?;
+                let count = r.set_write_perm(&h.broker_name, add);
+                tracing::info!(broker = %h.broker_name, add, topics = count, "write permission changed");
+                let resp = if add {
+                    ok(req).with_header(&AddWritePermOfBrokerResponseHeader {
+                        add_topic_count: count,
+                    })
+                } else {
+                    ok(req).with_header(&WipeWritePermOfBrokerResponseHeader {
+                        wipe_topic_count: count,
+                    })
+                };
+                Ok(Reply::Now(Some(resp)))
+            }),
+        );
+    }
+    let r = routes.clone();
+    table.register(
+        request::DELETE_TOPIC_IN_NAMESRV,
+        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| {
+            let h: DeleteTopicFromNamesrvRequestHeader = req.decode_header()?;
+            let cluster = h.cluster_name.as_deref().filter(|c| !c.is_empty());
+            r.delete_topic(&h.topic, cluster);
+            tracing::info!(topic = %h.topic, "topic route deleted");
+            Ok(Reply::Now(Some(ok(req))))
+        }),
+    );
+    let r = routes.clone();
+    table.register(
+        request::GET_TOPICS_BY_CLUSTER,
+        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| {
+            let h: GetTopicsByClusterRequestHeader = req.decode_header()?;
+            let body = json_body(&TopicList {
+                topic_list: r.topics_of_cluster(&h.cluster),
+            })?;
+            Ok(Reply::Now(Some(ok(req).with_body(body))))
+        }),
+    );
 }

@@ -12,6 +12,7 @@ use parking_lot::RwLock;
 use rocketpy_protocol::body::{
     BrokerData, ClusterInfo, DataVersion, QueueData, TopicConfig, TopicRouteData,
 };
+use rocketpy_protocol::flag::perm;
 
 /// A registration, as carried by REGISTER_BROKER.
 #[derive(Debug, Clone)]
@@ -296,6 +297,59 @@ impl RouteInfoManager {
         let mut addrs: Vec<String> = self.tables.read().live.keys().cloned().collect();
         addrs.sort();
         addrs
+    }
+
+    /// WIPE_WRITE_PERM_OF_BROKER (`add` false) and ADD_WRITE_PERM_OF_BROKER (`add` true):
+    /// takes the write permission from, or gives read and write back to, every topic's queues
+    /// on `broker_name`, as RocketMQ's `operateWritePermOfBroker` does. Returns how many topics
+    /// that touched. Lasts until the broker registers a changed topic table.
+    pub fn set_write_perm(&self, broker_name: &str, add: bool) -> i32 {
+        let mut t = self.tables.write();
+        let mut count = 0;
+        for per_broker in t.topics.values_mut() {
+            if let Some(qd) = per_broker.get_mut(broker_name) {
+                qd.perm = if add {
+                    perm::READ | perm::WRITE
+                } else {
+                    qd.perm & !perm::WRITE
+                };
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// DELETE_TOPIC_IN_NAMESRV: forgets `topic`'s route (only on `cluster`'s brokers when
+    /// given).
+    pub fn delete_topic(&self, topic: &str, cluster: Option<&str>) {
+        let mut t = self.tables.write();
+        let Some(cluster) = cluster else {
+            t.topics.remove(topic);
+            return;
+        };
+        let names = t.clusters.get(cluster).cloned().unwrap_or_default();
+        if let Some(per_broker) = t.topics.get_mut(topic) {
+            per_broker.retain(|name, _| !names.contains(name));
+            if per_broker.is_empty() {
+                t.topics.remove(topic);
+            }
+        }
+    }
+
+    /// GET_TOPICS_BY_CLUSTER: topics with queues on a broker of `cluster`, sorted.
+    pub fn topics_of_cluster(&self, cluster: &str) -> Vec<String> {
+        let t = self.tables.read();
+        let Some(names) = t.clusters.get(cluster) else {
+            return Vec::new();
+        };
+        let mut topics: Vec<String> = t
+            .topics
+            .iter()
+            .filter(|(_, per_broker)| per_broker.keys().any(|b| names.contains(b)))
+            .map(|(topic, _)| topic.clone())
+            .collect();
+        topics.sort();
+        topics
     }
 }
 

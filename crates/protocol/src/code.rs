@@ -27,6 +27,12 @@ codes! {
         UPDATE_CONSUMER_OFFSET = 15,
         UPDATE_AND_CREATE_TOPIC = 17,
         GET_ALL_TOPIC_CONFIG = 21,
+        /// Changes broker config keys (body: properties text).
+        UPDATE_BROKER_CONFIG = 25,
+        /// The broker's effective config (body: properties text).
+        GET_BROKER_CONFIG = 26,
+        /// The broker's runtime figures (`KVTable`): mqadmin's brokerStatus and clusterList.
+        GET_BROKER_RUNTIME_INFO = 28,
         SEARCH_OFFSET_BY_TIMESTAMP = 29,
         GET_MAX_OFFSET = 30,
         GET_MIN_OFFSET = 31,
@@ -51,12 +57,30 @@ codes! {
         GET_BROKER_CLUSTER_INFO = 106,
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200,
         GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201,
+        GET_TOPIC_STATS_INFO = 202,
+        GET_CONSUMER_CONNECTION_LIST = 203,
+        GET_PRODUCER_CONNECTION_LIST = 204,
+        WIPE_WRITE_PERM_OF_BROKER = 205,
         GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206,
+        DELETE_SUBSCRIPTIONGROUP = 207,
+        GET_CONSUME_STATS = 208,
+        DELETE_TOPIC_IN_BROKER = 215,
+        DELETE_TOPIC_IN_NAMESRV = 216,
+        /// A broker tells each consumer of a group to move to the offsets in the body.
+        RESET_CONSUMER_CLIENT_OFFSET = 220,
+        /// An admin asks a broker to reset a group's offsets to a time.
+        INVOKE_BROKER_TO_RESET_OFFSET = 222,
+        GET_TOPICS_BY_CLUSTER = 224,
+        /// The groups that consume a topic (`GroupList`).
+        QUERY_TOPIC_CONSUME_BY_WHO = 300,
         SEND_MESSAGE_V2 = 310,
+        /// Minute, hour and day figures of one statistic (`BrokerStatsData`).
+        VIEW_BROKER_STATS_DATA = 315,
         SEND_BATCH_MESSAGE = 320,
         /// A broker asks a name server whether its topic table's data version is news
         /// (`forceRegister=false` brokers register only when it is).
         QUERY_DATA_VERSION = 322,
+        ADD_WRITE_PERM_OF_BROKER = 327,
         /// 5.x: a lite pull consumer's PULL_MESSAGE (same header and answer).
         LITE_PULL_MESSAGE = 361,
     }
@@ -83,6 +107,8 @@ codes! {
         SUBSCRIPTION_NOT_EXIST = 24,
         SUBSCRIPTION_GROUP_NOT_EXIST = 26,
         INVALID_PARAMETER = 29,
+        /// The group has no live member to reset (INVOKE_BROKER_TO_RESET_OFFSET).
+        CONSUMER_NOT_ONLINE = 206,
     }
 }
 

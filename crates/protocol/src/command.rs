@@ -15,7 +15,8 @@ pub const FLAG_RESPONSE: i32 = 0b01;
 pub const FLAG_ONEWAY: i32 = 0b10;
 
 /// The version we announce. RocketMQ brokers only compare it against old thresholds
-/// (e.g. V3_0_6), so any 4.9.x ordinal works; this is `MQVersion.Version.V4_9_4`.
+/// (e.g. V3_0_6). 413 is the ordinal of `MQVersion.Version.V5_0_0` (V4_9_4 is 401); the
+/// compatibility tests with 4.x and 5.x peers run with this value.
 pub const CURRENT_VERSION: i32 = 413;
 
 /// Header serialisation, carried in the high byte of the header-length word.

@@ -25,5 +25,6 @@ pub mod message;
 pub mod subscription;
 pub mod topic;
 
+pub use code::LanguageCode;
 pub use command::{ExtFields, RemotingCommand, SerializeType};
 pub use error::{ProtocolError, Result};

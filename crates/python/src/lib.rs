@@ -49,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(message::encode_batch, m)?)?;
     m.add_function(wrap_pyfunction!(logging::init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(json::fastjson_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(process::release_free_memory, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -143,3 +143,11 @@ impl Owner {
         )))
     }
 }
+
+/// Returns the process's free heap pages to the operating system (glibc's `malloc_trim`), off
+/// the GIL: clients call it on a timer so their memory does not stay stepped up after a burst
+/// (see `rocketpy_remoting::memory`).
+#[pyfunction]
+pub fn release_free_memory(py: Python<'_>) {
+    detach(py, rocketpy_remoting::memory::release_free_memory);
+}

@@ -7,6 +7,7 @@
 pub mod client;
 pub mod connection;
 pub mod error;
+pub mod memory;
 pub mod processor;
 pub mod server;
 

@@ -465,6 +465,14 @@ impl CommitLog {
             .collect();
     }
 
+    /// Runs `f` under the put lock after forgetting `topic`'s queue offsets (its queues are
+    /// being deleted: a topic created again under that name starts at offset 0).
+    pub fn forget_topic<T>(&self, topic: &str, f: impl FnOnce() -> T) -> T {
+        let mut state = self.lock_state();
+        state.queue_offsets.remove(topic);
+        f()
+    }
+
     /// The next queue offset of a queue.
     pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
         self.lock_state().next_queue_offset(topic, queue_id)

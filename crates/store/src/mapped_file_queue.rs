@@ -276,6 +276,23 @@ impl MappedFileQueue {
         }
     }
 
+    /// Deletes every file and the directory (its queue was deleted with its topic). Readers
+    /// holding a file keep its mapping until they drop it.
+    pub fn destroy(&self) -> Result<()> {
+        let mut writer = self.writer();
+        *writer.tail = None;
+        *self.spare.lock() = None;
+        let mut files = self.files.write();
+        for f in files.drain(..) {
+            self.storage
+                .remove(f.path())
+                .map_err(|e| StoreError::io(f.path(), e))?;
+        }
+        // Best effort: the directory may hold files we do not own.
+        let _ = std::fs::remove_dir(&self.dir);
+        Ok(())
+    }
+
     /// Removes the files ending at or before `offset`, keeping at least the last file.
     /// Returns how many were deleted.
     pub fn delete_files_before(&self, offset: u64) -> Result<usize> {

@@ -373,6 +373,20 @@ impl MessageStore {
         Ok(())
     }
 
+    /// Deletes `topic`'s consume queues and their files (DELETE_TOPIC_IN_BROKER); its records
+    /// stay in the CommitLog until it expires, as in RocketMQ. Returns how many queues went.
+    pub fn delete_topic(&self, topic: &str) -> Result<usize> {
+        validate_topic(topic)?;
+        let removed = self
+            .commit_log
+            .forget_topic(topic, || self.queues.remove_topic(topic));
+        for cq in &removed {
+            cq.files().destroy()?;
+        }
+        let _ = std::fs::remove_dir(self.queues.dir().join(topic));
+        Ok(removed.len())
+    }
+
     /// [`MessageStore::prepare_queues`] on the store's prepare thread, one topic at a time (a
     /// burst of topic creations must not become a burst of concurrent file creations). Best
     /// effort: a put to a queue not prepared yet creates its file itself.

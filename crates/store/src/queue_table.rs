@@ -1,10 +1,11 @@
 //! `ConsumeQueueTable`: every consume queue of the store, by topic and queue id, and the
 //! dispatch of CommitLog records into them.
 //!
-//! Queues are only ever added (never removed or replaced), which is what lets the put path keep
-//! its own copy of the table: `dispatch` runs under the CommitLog's put lock, so that copy's
-//! mutex is never contended, and appends stay off the shared RwLock whose reader count every
-//! lookup on every core writes.
+//! Queues are added by dispatch and removed only with their topic ([`ConsumeQueueTable::remove_topic`],
+//! under the CommitLog's put lock like dispatch), which is what lets the put path keep its own
+//! copy of the table: `dispatch` runs under the CommitLog's put lock, so that copy's mutex is
+//! never contended, and appends stay off the shared RwLock whose reader count every lookup on
+//! every core writes.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -138,6 +139,18 @@ impl ConsumeQueueTable {
             .entry(queue_id)
             .or_insert_with(|| Arc::new(self.new_queue(topic, queue_id)))
             .clone()
+    }
+
+    /// Takes a topic's queues out of both tables; the caller holds the CommitLog's put lock
+    /// (so no dispatch is between the two) and deletes their files.
+    pub fn remove_topic(&self, topic: &str) -> Vec<Arc<ConsumeQueue>> {
+        let mut put = self.put_queues.lock();
+        put.remove(topic);
+        self.queues
+            .write()
+            .remove(topic)
+            .map(|q| q.into_values().collect())
+            .unwrap_or_default()
     }
 
     /// Every (topic, queue id), sorted.

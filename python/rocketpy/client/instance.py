@@ -25,11 +25,12 @@ from rocketpy._native import (
     RemotingClient,
     RemotingResponse,
     decode_messages,
+    release_free_memory,
 )
-from rocketpy._util import local_ip
+from rocketpy._util import json_body, local_ip, mq_table
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
-from rocketpy.errors import BrokerResponseError, ClientError, RemotingError
+from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID, Property, RequestCode, ResponseCode
 
@@ -239,6 +240,9 @@ class ClientInstance:
             c.persist_consumer_offset_interval_ms / 1000,
             self._safe(self._persist_all_offsets),
         )
+        # Free heap pages back to the OS: without it a client's memory stays stepped up after
+        # a burst such as a broker restart (see rocketpy_remoting::memory).
+        self._scheduler.every(30.0, 30.0, release_free_memory)
         self._rebalance_thread = threading.Thread(
             target=self._rebalance_loop, name=f"rocketpy-rebalance-{self.client_id}", daemon=True
         )
@@ -449,8 +453,30 @@ class ClientInstance:
             self.rebalance_now()
         elif code == RequestCode.CHECK_TRANSACTION_STATE:
             self._check_transaction_state(header, body, peer)
+        elif code == RequestCode.RESET_CONSUMER_CLIENT_OFFSET:
+            self._reset_offsets(header, body, peer)
         else:
             log.debug("ignoring server request code %s", code)
+
+    def _reset_offsets(self, header: Header, body: bytes, peer: str) -> None:
+        """Moves a consumer group to the offsets a broker sends (mqadmin resetOffsetByTime)."""
+        try:
+            data = json_body(body, "RESET_CONSUMER_CLIENT_OFFSET")
+            offsets = {mq: int(o) for mq, o in mq_table(data.get("offsetTable"), "reset").items()}
+        except (RocketpyError, ValueError, TypeError) as e:
+            log.warning("unreadable RESET_CONSUMER_CLIENT_OFFSET from %s: %s", peer, e)
+            return
+        with self._lock:
+            consumer = self._consumers.get(str(header.group))
+        reset = getattr(consumer, "reset_offsets", None)
+        if reset is None:
+            log.debug("offset reset for group %r, which has no consumer here", header.group)
+            return
+        log.info("group %s: offsets of %s reset by %s", header.group, header.topic, peer)
+        # Off the network thread: the reset commits offsets and rebalances.
+        threading.Thread(
+            target=reset, args=(str(header.topic), offsets), name="rocketpy-reset", daemon=True
+        ).start()
 
     def _check_transaction_state(self, header: Header, body: bytes, peer: str) -> None:
         """Hands a broker's question about a transaction to the producer of its group."""

@@ -576,6 +576,32 @@ class ConsumerBase(abc.ABC):
             log.warning("pull of %s answered %s: %s", pr.mq, code, resp.remark)
             self._pull_later(pr, 3.0)
 
+    def reset_offsets(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """Moves this member to ``offsets`` (a broker's RESET_CONSUMER_CLIENT_OFFSET, sent by
+        mqadmin resetOffsetByTime): the queues of ``topic`` held now are dropped (messages
+        pulled but not consumed are not delivered, and their offsets are not committed), the
+        new offsets are committed, and a rebalance takes the queues up again from there."""
+        if self._offsets is None or not self._running:
+            return
+        with self._lock:
+            held = {mq: pr for mq, pr in self._table.items() if mq.topic == topic}
+        for pr in held.values():
+            pr.pq.dropped = True
+        for mq, offset in offsets.items():
+            if mq.topic != topic:
+                continue
+            self._offsets.update(mq, offset, increase_only=False)
+            if mq in held:
+                self._offsets.persist(mq)
+        with self._lock:
+            for mq, pr in held.items():
+                if self._table.get(mq) is pr:
+                    del self._table[mq]
+        for mq, pr in held.items():
+            self._on_queue_removed(mq, pr)
+        if self._instance is not None:
+            self._instance.rebalance_now()
+
     def _correct_offset(self, pr: PullRequest) -> None:
         """Nothing in flight: the consumed position is where the next pull starts."""
         if pr.pq.count == 0 and self._offsets is not None:

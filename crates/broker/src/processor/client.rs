@@ -53,10 +53,11 @@ pub fn heart_beat(
             "HeartbeatData.clientID is empty",
         ));
     }
+    let client = (req.language, req.version);
     for producer in &data.producer_data_set {
         broker
             .producers
-            .register(&producer.group_name, &data.client_id, conn);
+            .register(&producer.group_name, &data.client_id, conn, client);
     }
     for consumer in &data.consumer_data_set {
         let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", consumer.group_name);
@@ -69,7 +70,10 @@ pub fn heart_beat(
         if let Err(e) = super::retry_topic(broker, &consumer.group_name) {
             tracing::warn!(topic = %retry, error = %e.remark, "retry topic not created");
         }
-        if let Some(changed) = broker.consumers.register(&data.client_id, conn, consumer) {
+        if let Some(changed) = broker
+            .consumers
+            .register(&data.client_id, conn, client, consumer)
+        {
             tracing::info!(group = %consumer.group_name, client = %data.client_id, "consumer group membership changed");
             notify_consumer_ids_changed(changed);
         }

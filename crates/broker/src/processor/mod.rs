@@ -1,11 +1,15 @@
 //! Request processors, one module per area, and the table that routes codes to them.
 
 pub mod admin;
+pub mod admin_delete;
+pub mod admin_view;
+pub mod broker_config;
 pub mod client;
 pub mod lock;
 pub mod offset;
 pub mod pull;
 pub mod query;
+pub mod reset_offset;
 pub mod retry;
 pub mod send;
 pub mod transaction;
@@ -127,6 +131,7 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
         request::GET_EARLIEST_MSG_STORETIME,
         route(&slot, query::earliest_msg_store_time),
     );
+    register_admin(&mut t, &slot);
     let close_slot = slot.clone();
     t.on_close(Arc::new(move |conn: &Arc<Connection>| {
         if let Some(broker) = close_slot.get() {
@@ -137,6 +142,48 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
         }
     }));
     t
+}
+
+/// mqadmin's requests (see `admin_view`, `admin_delete`, `reset_offset`).
+fn register_admin(t: &mut ProcessorTable, slot: &BrokerSlot) {
+    let routes: [(i32, Handler); 11] = [
+        (request::GET_TOPIC_STATS_INFO, admin_view::topic_stats),
+        (
+            request::GET_CONSUME_STATS,
+            admin_view::consume_stats_of_group,
+        ),
+        (
+            request::GET_CONSUMER_CONNECTION_LIST,
+            admin_view::consumer_connections,
+        ),
+        (
+            request::GET_PRODUCER_CONNECTION_LIST,
+            admin_view::producer_connections,
+        ),
+        (
+            request::QUERY_TOPIC_CONSUME_BY_WHO,
+            admin_view::topic_consumed_by,
+        ),
+        (request::VIEW_BROKER_STATS_DATA, admin_view::view_stats),
+        (request::GET_BROKER_CONFIG, broker_config::get_broker_config),
+        (
+            request::UPDATE_BROKER_CONFIG,
+            broker_config::update_broker_config,
+        ),
+        (request::GET_BROKER_RUNTIME_INFO, admin_view::runtime_info),
+        (request::DELETE_TOPIC_IN_BROKER, admin_delete::delete_topic),
+        (
+            request::DELETE_SUBSCRIPTIONGROUP,
+            admin_delete::delete_subscription_group,
+        ),
+    ];
+    for (code, handler) in routes {
+        t.register(code, route(slot, handler));
+    }
+    t.register(
+        request::INVOKE_BROKER_TO_RESET_OFFSET,
+        route(slot, reset_offset::invoke_reset_offset),
+    );
 }
 
 /// A SUCCESS response to `req`.
@@ -164,7 +211,7 @@ pub(crate) fn system_error(e: impl std::fmt::Display) -> ProcessError {
 /// NO_PERMISSION unless the broker's permission allows writing (`brokerPermission`).
 pub(crate) fn check_broker_writeable(broker: &BrokerInner) -> Result<(), ProcessError> {
     let cfg = broker.config();
-    if perm::is_writeable(cfg.broker_permission) {
+    if perm::is_writeable(broker.permission()) {
         return Ok(());
     }
     Err(ProcessError::new(

@@ -37,7 +37,7 @@ fn pull_once(
     allow_suspend: bool,
 ) -> Result<Outcome, ProcessError> {
     let cfg = broker.config();
-    if !perm::is_readable(cfg.broker_permission) {
+    if !perm::is_readable(broker.permission()) {
         return Err(ProcessError::new(
             response::NO_PERMISSION,
             format!(
@@ -179,6 +179,21 @@ fn pull_once(
     if code == response::SUCCESS {
         resp.body = result.concat();
     }
+    broker.stats.on_get(
+        &cfg.broker_cluster_name,
+        &h.topic,
+        &h.consumer_group,
+        if code == response::SUCCESS {
+            result.messages.len() as i64
+        } else {
+            0
+        },
+        if code == response::SUCCESS {
+            result.total_bytes as i64
+        } else {
+            0
+        },
+    );
     Ok(Outcome::Respond(resp))
 }
 

@@ -83,6 +83,17 @@ pub fn process(
     let Some(first) = appended.results.first() else {
         return Err(system_error("the store accepted no message"));
     };
+    let bytes: i64 = appended
+        .results
+        .iter()
+        .map(|r| i64::from(r.wrote_bytes))
+        .sum();
+    broker.stats.on_put(
+        &broker.config().broker_cluster_name,
+        &topic,
+        appended.results.len() as i64,
+        bytes,
+    );
     let ids: Vec<&str> = appended.results.iter().map(|r| r.msg_id.as_str()).collect();
     let resp = ok(req).with_header(&SendMessageResponseHeader {
         msg_id: ids.join(","),

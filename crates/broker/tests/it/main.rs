@@ -2,6 +2,7 @@
 //! pytest suite: real servers on loopback, started in-process on free ports, a real store in a
 //! temporary directory.
 
+mod admin;
 mod broker;
 mod ha;
 mod namesrv;

@@ -1,4 +1,4 @@
-//! Administration: UPDATE_AND_CREATE_TOPIC.
+//! Administration (mqadmin's requests to brokers): topics, groups, statistics, offsets.
 
 use super::header;
 
@@ -21,5 +21,112 @@ header! {
         topic_sys_flag: Option<i32> = "topicSysFlag",
         /// Whether the topic is ordered.
         order: Option<bool> = "order",
+    }
+}
+
+header! {
+    /// `DeleteTopicRequestHeader` (DELETE_TOPIC_IN_BROKER).
+    pub struct DeleteTopicRequestHeader {
+        /// The topic.
+        topic: String = "topic",
+    }
+}
+
+header! {
+    /// `DeleteTopicFromNamesrvRequestHeader` (DELETE_TOPIC_IN_NAMESRV); 5.x adds the cluster.
+    pub struct DeleteTopicFromNamesrvRequestHeader {
+        /// The topic.
+        topic: String = "topic",
+        /// Only this cluster's brokers lose the route (all when absent).
+        cluster_name: Option<String> = "clusterName",
+    }
+}
+
+header! {
+    /// `GetTopicStatsInfoRequestHeader` (GET_TOPIC_STATS_INFO).
+    pub struct GetTopicStatsInfoRequestHeader {
+        /// The topic.
+        topic: String = "topic",
+    }
+}
+
+header! {
+    /// `GetConsumeStatsRequestHeader` (GET_CONSUME_STATS).
+    pub struct GetConsumeStatsRequestHeader {
+        /// The group.
+        consumer_group: String = "consumerGroup",
+        /// One topic only (every topic the group has offsets for when absent).
+        topic: Option<String> = "topic",
+    }
+}
+
+header! {
+    /// `GetConsumerConnectionListRequestHeader` (GET_CONSUMER_CONNECTION_LIST).
+    pub struct GetConsumerConnectionListRequestHeader {
+        /// The group.
+        consumer_group: String = "consumerGroup",
+    }
+}
+
+header! {
+    /// `GetProducerConnectionListRequestHeader` (GET_PRODUCER_CONNECTION_LIST).
+    pub struct GetProducerConnectionListRequestHeader {
+        /// The group.
+        producer_group: String = "producerGroup",
+    }
+}
+
+header! {
+    /// `DeleteSubscriptionGroupRequestHeader` (DELETE_SUBSCRIPTIONGROUP).
+    pub struct DeleteSubscriptionGroupRequestHeader {
+        /// The group.
+        group_name: String = "groupName",
+        /// Also forget the group's committed offsets.
+        clean_offset: Option<bool> = "cleanOffset",
+    }
+}
+
+header! {
+    /// `QueryTopicConsumeByWhoRequestHeader` (QUERY_TOPIC_CONSUME_BY_WHO).
+    pub struct QueryTopicConsumeByWhoRequestHeader {
+        /// The topic.
+        topic: String = "topic",
+    }
+}
+
+header! {
+    /// `ResetOffsetRequestHeader`: INVOKE_BROKER_TO_RESET_OFFSET (admin to broker) and
+    /// RESET_CONSUMER_CLIENT_OFFSET (broker to each consumer of the group).
+    pub struct ResetOffsetRequestHeader {
+        /// The topic.
+        topic: String = "topic",
+        /// The consumer group.
+        group: String = "group",
+        /// Reset to the first message stored at or after this time (ms).
+        timestamp: i64 = "timestamp",
+        /// Also move offsets forward (false: only back).
+        is_force: bool = "isForce",
+        /// 5.x: one queue only (with `offset`).
+        queue_id: Option<i32> = "queueId",
+        /// 5.x: the offset for `queueId`.
+        offset: Option<i64> = "offset",
+    }
+}
+
+header! {
+    /// `GetBrokerConfigResponseHeader`: the config's data version.
+    pub struct GetBrokerConfigResponseHeader {
+        /// The data version (JSON).
+        version: Option<String> = "version",
+    }
+}
+
+header! {
+    /// `ViewBrokerStatsDataRequestHeader` (VIEW_BROKER_STATS_DATA).
+    pub struct ViewBrokerStatsDataRequestHeader {
+        /// The statistic (`TOPIC_PUT_NUMS`, `GROUP_GET_NUMS`, ...).
+        stats_name: String = "statsName",
+        /// Its key: a topic, or `topic@group`.
+        stats_key: String = "statsKey",
     }
 }

@@ -409,6 +409,23 @@ exchanges! {
     QUERY_DATA_VERSION => QueryDataVersionRequestHeader, QueryDataVersionResponseHeader;
     GET_BROKER_CLUSTER_INFO => _, _;
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER => _, _;
+    UPDATE_BROKER_CONFIG => _, _;
+    GET_BROKER_CONFIG => _, GetBrokerConfigResponseHeader;
+    GET_BROKER_RUNTIME_INFO => _, _;
+    GET_TOPIC_STATS_INFO => GetTopicStatsInfoRequestHeader, _;
+    GET_CONSUMER_CONNECTION_LIST => GetConsumerConnectionListRequestHeader, _;
+    GET_PRODUCER_CONNECTION_LIST => GetProducerConnectionListRequestHeader, _;
+    WIPE_WRITE_PERM_OF_BROKER => BrokerNameRequestHeader, WipeWritePermOfBrokerResponseHeader;
+    ADD_WRITE_PERM_OF_BROKER => BrokerNameRequestHeader, AddWritePermOfBrokerResponseHeader;
+    DELETE_SUBSCRIPTIONGROUP => DeleteSubscriptionGroupRequestHeader, _;
+    GET_CONSUME_STATS => GetConsumeStatsRequestHeader, _;
+    DELETE_TOPIC_IN_BROKER => DeleteTopicRequestHeader, _;
+    DELETE_TOPIC_IN_NAMESRV => DeleteTopicFromNamesrvRequestHeader, _;
+    RESET_CONSUMER_CLIENT_OFFSET => ResetOffsetRequestHeader, _;
+    INVOKE_BROKER_TO_RESET_OFFSET => ResetOffsetRequestHeader, _;
+    GET_TOPICS_BY_CLUSTER => GetTopicsByClusterRequestHeader, _;
+    QUERY_TOPIC_CONSUME_BY_WHO => QueryTopicConsumeByWhoRequestHeader, _;
+    VIEW_BROKER_STATS_DATA => ViewBrokerStatsDataRequestHeader, _;
 }
 
 /// The headers of request `code`, if it is a known code.

@@ -77,3 +77,35 @@ header! {
         topic: String = "topic",
     }
 }
+
+header! {
+    /// `WipeWritePermOfBrokerRequestHeader` and `AddWritePermOfBrokerRequestHeader`.
+    pub struct BrokerNameRequestHeader {
+        /// The broker group.
+        broker_name: String = "brokerName",
+    }
+}
+
+header! {
+    /// `WipeWritePermOfBrokerResponseHeader`.
+    pub struct WipeWritePermOfBrokerResponseHeader {
+        /// Topics whose write permission was taken away.
+        wipe_topic_count: i32 = "wipeTopicCount",
+    }
+}
+
+header! {
+    /// `AddWritePermOfBrokerResponseHeader`.
+    pub struct AddWritePermOfBrokerResponseHeader {
+        /// Topics whose write permission was given back.
+        add_topic_count: i32 = "addTopicCount",
+    }
+}
+
+header! {
+    /// `GetTopicsByClusterRequestHeader` (GET_TOPICS_BY_CLUSTER).
+    pub struct GetTopicsByClusterRequestHeader {
+        /// The cluster.
+        cluster: String = "cluster",
+    }
+}

@@ -1,0 +1,64 @@
+"""``rocketpy admin`` (also installed as ``mqadmin``): RocketMQ's mqadmin commands with its
+names, flags and output columns, so existing scripts and runbooks work — against rocketpy or
+any RocketMQ 4.x/5.x cluster, since each command makes the requests mqadmin makes.
+
+Every command takes ``-n/--namesrvAddr`` (default: ``$NAMESRV_ADDR``, as mqadmin). Listing
+commands take ``--json``. Errors print one line on stderr and exit 1 (2 for bad usage)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from rocketpy.admin import Admin
+from rocketpy.errors import RocketpyError
+from rocketpy.mqadmin import cluster, group, message, topic
+from rocketpy.mqadmin.command import Command
+
+COMMANDS: list[Command] = topic.COMMANDS + cluster.COMMANDS + group.COMMANDS + message.COMMANDS
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad usage is one line on stderr (mqadmin prints its usage; scripts want the reason)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def parser(prog: str = "mqadmin") -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    p = _Parser(prog=prog, description="RocketMQ admin commands (mqadmin-compatible).")
+    sub = p.add_subparsers(dest="command", metavar="command", parser_class=_Parser)
+    sub.required = True
+    for cmd in COMMANDS:
+        sp = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        sp.add_argument(
+            "-n",
+            "--namesrvAddr",
+            default=os.environ.get("NAMESRV_ADDR"),
+            help="name servers, host:port;host:port (default: $NAMESRV_ADDR)",
+        )
+        sp.add_argument("--timeout", type=int, default=5000, help="per request, ms")
+        cmd.add_arguments(sp)
+        sp.set_defaults(run=cmd.run)
+    return p
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "mqadmin") -> None:
+    """Runs one command; exits non-zero with a one-line reason on failure."""
+    args = parser(prog).parse_args(argv)
+    if not args.namesrvAddr:
+        print(f"{prog}: no name server: give -n host:port or set NAMESRV_ADDR", file=sys.stderr)
+        raise SystemExit(2)
+    try:
+        with Admin(args.namesrvAddr, timeout_ms=args.timeout) as admin:
+            args.run(admin, args)
+    except (RocketpyError, OSError, ValueError) as e:
+        print(f"{prog} {args.command}: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except BrokenPipeError:  # output piped into head
+        raise SystemExit(0) from None

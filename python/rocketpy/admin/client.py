@@ -169,9 +169,9 @@ class Admin:
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, broker_addr, timestamp=timestamp_ms
         )
 
-    def consumer_offset(self, group: str, mq: MessageQueue) -> int:
+    def consumer_offset(self, group: str, mq: MessageQueue, broker_addr: str | None = None) -> int:
         """The offset ``group`` committed for ``mq`` (-1 if none)."""
-        addr = self._broker_of(mq)
+        addr = broker_addr or self._broker_of(mq)
         header = dict(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id)
         resp = self._client.invoke(
             addr, RequestCode.QUERY_CONSUMER_OFFSET, header, None, self._timeout
@@ -412,14 +412,19 @@ class Admin:
     ) -> dict[MessageQueue, int]:
         """mqadmin's fallback for a group with no member online: each queue's offset at the
         time, committed with UPDATE_CONSUMER_OFFSET (never forward unless ``force``)."""
+        route = self.topic_route(topic)
+        masters = {b.broker_name: b.master_addr() for b in route.broker_datas} if route else {}
         out = {}
-        for mq in self.topic_stats(topic):
-            addr = self._broker_of(mq)
+        # One route and one stats look-up for the topic, not one per queue.
+        for mq, stats in self.topic_stats(topic).items():
+            addr = masters.get(mq.broker_name)
+            if addr is None:
+                raise ClientError(f"no master for {mq}")
             if timestamp_ms == -1:
-                offset = self.max_offset(mq, addr)
+                offset = stats.max_offset
             else:
                 offset = self.search_offset(mq, timestamp_ms, addr)
-            current = self.consumer_offset(group, mq)
+            current = self.consumer_offset(group, mq, addr)
             if not force and 0 <= current < offset:
                 offset = current
             self._broker_call(

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench bench-ha bench-scale ha-crash-loop fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test bench bench-ha bench-metrics bench-scale ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -33,7 +33,7 @@ install: $(VENV)/.tools
 	$(BIN)/maturin develop --release --quiet
 
 run: install
-	$(BIN)/rocketpy dev
+	$(BIN)/rocketpy dev --metrics-port 5557
 
 lint: $(VENV)/.tools
 	cargo fmt --all --check
@@ -93,6 +93,11 @@ ha-crash-loop: install
 # Replication: slave throughput under batch load, SYNC_MASTER vs ASYNC_MASTER (64 threads).
 bench-ha: install
 	$(BIN)/python benches/ha.py
+
+# What Prometheus metrics cost the send path: batch throughput with metricsExporterType=PROM
+# (scraped every second) vs DISABLE, alternating rounds of one broker; about 2 minutes.
+bench-metrics: install
+	$(BIN)/python benches/metrics_overhead.py
 
 # Topic scale (100 / 1,000 / 10,000 topics): creation, first send, route lookup, heartbeat,
 # broker RSS and disk blocks; about 5 minutes. LEVELS=100,1000 for a shorter run.

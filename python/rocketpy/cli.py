@@ -62,8 +62,10 @@ def _raise_open_file_limit() -> None:
 
 def cmd_namesrv(args: argparse.Namespace) -> None:
     stop = _stop_signal()
-    server = NameServer.start(args.host, args.port)
+    server = NameServer.start(args.host, args.port, config=_overrides(args.set))
     _say(f"rocketpy name server listening on {server.address}")
+    if server.metrics_address:
+        _say(f"metrics: http://{server.metrics_address}/metrics")
     _wait_for(stop)
     server.shutdown()
     _say("rocketpy name server stopped")
@@ -91,6 +93,8 @@ def cmd_broker(args: argparse.Namespace) -> None:
     _say(
         f"rocketpy broker listening on {broker.address} as {broker.broker_addr} (store: {broker.store_path})"
     )
+    if broker.metrics_address:
+        _say(f"metrics: http://{broker.metrics_address}/metrics")
     _wait_for(stop)
     broker.shutdown()
     _say("rocketpy broker stopped")
@@ -106,11 +110,14 @@ def cmd_dev(args: argparse.Namespace) -> None:
         store_dir=args.store_dir or default_dev_store(),
         broker_config=_overrides(args.set),
         ha=args.ha,
+        metrics_port=args.metrics_port,
     ).start()
     slave = f" slave={dev.slave_addr}" if args.ha else ""
     _say(
         f"rocketpy dev ready: namesrv={dev.namesrv_addr} broker={dev.broker_addr}{slave} store={dev.store_dir}"
     )
+    for url in dev.metrics_urls:
+        _say(f"metrics: {url}")
     _wait_for(stop)
     dev.stop()
     _say("rocketpy dev stopped")
@@ -130,6 +137,13 @@ def parser() -> argparse.ArgumentParser:
     ns = sub.add_parser("namesrv", help="run a name server")
     ns.add_argument("--host", default="0.0.0.0")
     ns.add_argument("--port", type=int, default=9876)
+    ns.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a name server key, e.g. metricsExporterType=PROM",
+    )
     ns.set_defaults(func=cmd_namesrv)
 
     br = sub.add_parser("broker", help="run a broker")
@@ -158,6 +172,12 @@ def parser() -> argparse.ArgumentParser:
         "--ha",
         action="store_true",
         help="also run a slave (port + 2, store <store-dir>-slave); the broker is a SYNC_MASTER",
+    )
+    dev.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics: broker on PORT, name server on PORT+1 (0: free ports)",
     )
     dev.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"

@@ -21,6 +21,7 @@ from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.route import TopicPublishInfo, publish_info
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
+from rocketpy.metrics import METRICS
 from rocketpy.protocol import (
     AUTO_CREATE_TOPIC_KEY,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -80,6 +81,8 @@ class _Prepared:
     body: bytes
     msg_id: str
     code: int = RequestCode.SEND_MESSAGE_V2
+    #: Messages in the request (a batch's size), for the client metrics.
+    count: int = 1
 
 
 class Producer:
@@ -249,9 +252,14 @@ class Producer:
         except RocketpyError:
             return info
 
-    def _note_latency(self, mq: MessageQueue, started: float, failed: bool) -> None:
+    def _note_latency(self, mq: MessageQueue, started: float, failed: bool, count: int = 1) -> None:
+        """One send attempt ended: fault avoidance and the client metrics learn of it."""
+        elapsed = time.monotonic() - started
         if self.send_latency_fault_enable:
-            self._faults.update(mq.broker_name, (time.monotonic() - started) * 1000, failed)
+            self._faults.update(mq.broker_name, elapsed * 1000, failed)
+        inst = self._instance
+        if METRICS is not None and inst is not None:
+            METRICS.record_send(mq.topic, inst.client_id, elapsed, not failed, count)
 
     # -- preparing messages --------------------------------------------------------------------
 
@@ -314,7 +322,9 @@ class Producer:
                 f"the batch is {len(body)} bytes, over the limit {self.max_message_size}; split it"
             )
         header = self._header(topic, 0, 0, "", batch=True)
-        return _Prepared(topic, header, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE)
+        return _Prepared(
+            topic, header, body, ",".join(ids), RequestCode.SEND_BATCH_MESSAGE, len(ids)
+        )
 
     def _addr(self, mq: MessageQueue) -> str:
         inst = self._client()
@@ -420,9 +430,9 @@ class Producer:
             )
             result = self._result(resp, addr, mq, prepared.msg_id)
         except (RemotingError, ClientError, BrokerResponseError):
-            self._note_latency(mq, started, failed=True)
+            self._note_latency(mq, started, True, prepared.count)
             raise
-        self._note_latency(mq, started, failed=False)
+        self._note_latency(mq, started, False, prepared.count)
         return result
 
     def _send_sync(
@@ -526,16 +536,16 @@ class Producer:
                     try:
                         result = self._result(resp, addr, mq, prepared.msg_id)
                     except BrokerResponseError as e:
-                        self._note_latency(mq, started, failed=True)
+                        self._note_latency(mq, started, True, prepared.count)
                         if e.code in _RETRY_CODES:
                             attempt(n + 1, mq.broker_name, [*errors, str(e)])
                         else:
                             future.set_exception(e)
                         return
-                    self._note_latency(mq, started, failed=False)
+                    self._note_latency(mq, started, False, prepared.count)
                     future.set_result(result)
                     return
-                self._note_latency(mq, started, failed=True)
+                self._note_latency(mq, started, True, prepared.count)
                 attempt(n + 1, mq.broker_name, [*errors, str(err)])
 
             header = dict(prepared.header, queue_id=mq.queue_id)

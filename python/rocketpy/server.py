@@ -62,6 +62,9 @@ class DevServer:
             master's in ``<store_dir>-slave``, port ``broker_port + 2``: the master's HA
             listener takes ``broker_port + 1``); the master is then a ``SYNC_MASTER`` unless
             ``broker_config`` names another ``brokerRole``.
+        metrics_port: serve Prometheus metrics (``metricsExporterType=PROM``): the broker's
+            on this port, the name server's on the next, the slave's on the one after (0 =
+            free ports for all). ``None`` (the default) exports nothing.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class DevServer:
         store_dir: str | os.PathLike[str] | None = None,
         broker_config: Mapping[str, str] | None = None,
         ha: bool = False,
+        metrics_port: int | None = None,
     ) -> None:
         self.host = host
         self.namesrv_port = namesrv_port
@@ -82,11 +86,19 @@ class DevServer:
         self.broker: Broker | None = None
         self.ha = ha
         self.slave: Broker | None = None
+        self.metrics_port = metrics_port
+
+    def _metrics_keys(self, offset: int) -> dict[str, str]:
+        """The exporter keys of the server ``offset`` ports after :attr:`metrics_port`."""
+        if self.metrics_port is None:
+            return {}
+        port = self.metrics_port + offset if self.metrics_port else 0
+        return {"metricsExporterType": "PROM", "metricsPromExporterPort": str(port)}
 
     def start(self) -> DevServer:
         """Starts both servers; returns self."""
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        self.namesrv = NameServer.start(self.host, self.namesrv_port)
+        self.namesrv = NameServer.start(self.host, self.namesrv_port, config=self._metrics_keys(1))
         overrides = {
             "namesrvAddr": self.namesrv.address,
             "listenPort": str(self.broker_port),
@@ -94,6 +106,7 @@ class DevServer:
             "brokerIP1": self.host if self.host not in ("0.0.0.0", "::") else "127.0.0.1",
             "storePathRootDir": str(self.store_dir),
             **dev_store_defaults(self.store_dir),
+            **self._metrics_keys(0),
         }
         if self.ha:
             overrides["brokerRole"] = "SYNC_MASTER"
@@ -123,6 +136,7 @@ class DevServer:
                 "listenPort": str(self.broker_port + 2 if self.broker_port else 0),
                 "storePathRootDir": str(slave_dir),
                 **dev_store_defaults(slave_dir),
+                **self._metrics_keys(2),
             }
         )
         return out
@@ -138,6 +152,16 @@ class DevServer:
         """``host:port`` clients reach the broker at."""
         assert self.broker is not None, "not started"
         return self.broker.broker_addr
+
+    @property
+    def metrics_urls(self) -> list[str]:
+        """The scrape URLs of the running servers (empty without ``metrics_port``)."""
+        servers = (self.broker, self.namesrv, self.slave)
+        return [
+            f"http://{s.metrics_address}/metrics"
+            for s in servers
+            if s is not None and s.metrics_address
+        ]
 
     @property
     def slave_addr(self) -> str:

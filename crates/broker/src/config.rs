@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use rocketpy_metrics::{ExporterSettings, MetricsExporterType};
 use rocketpy_protocol::config::{parse_properties, ConfigError};
 use rocketpy_protocol::topic::validate_topic;
 use rocketpy_store::StoreConfig;
@@ -67,6 +68,14 @@ rocketpy_protocol::config_struct! {
         slave_read_enable: bool = false => "slaveReadEnable",
         /// Milliseconds a queue lock lives without renewal (RocketMQ's system property).
         rebalance_lock_max_live_time: u64 = 60_000 => "rebalanceLockMaxLiveTime",
+        /// Where metrics go: DISABLE, PROM (a Prometheus endpoint), OTLP_GRPC or LOG (not served).
+        metrics_exporter_type: MetricsExporterType = MetricsExporterType::Disable => "metricsExporterType",
+        /// Interface of the Prometheus endpoint (empty: `bindAddress`).
+        metrics_prom_exporter_host: String = String::new() => "metricsPromExporterHost",
+        /// Port of the Prometheus endpoint (0 picks a free one).
+        metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
+        /// Constant labels added to every metric, `k1:v1,k2:v2`.
+        metrics_label: String = String::new() => "metricsLabel",
     }
 }
 
@@ -81,6 +90,16 @@ impl BrokerConfig {
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
             .collect()
+    }
+
+    /// The metrics exporter's settings.
+    pub fn exporter(&self) -> ExporterSettings {
+        ExporterSettings {
+            exporter_type: self.metrics_exporter_type,
+            host: self.metrics_prom_exporter_host.clone(),
+            port: self.metrics_prom_exporter_port,
+            labels: self.metrics_label.clone(),
+        }
     }
 
     /// Interval of name server registration.

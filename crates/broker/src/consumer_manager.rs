@@ -190,6 +190,19 @@ impl ConsumerManager {
         })
     }
 
+    /// One `(group, language, version, consume type)` per member (metrics).
+    pub fn members(&self) -> Vec<(String, LanguageCode, i32, ConsumeType)> {
+        self.groups
+            .read()
+            .iter()
+            .flat_map(|(name, g)| {
+                g.members
+                    .values()
+                    .map(move |m| (name.clone(), m.client.0, m.client.1, g.consume_type))
+            })
+            .collect()
+    }
+
     /// Groups with members subscribed to `topic`.
     pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
         self.groups

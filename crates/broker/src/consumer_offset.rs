@@ -35,6 +35,9 @@ pub struct ConsumerOffsetManager {
     changed_at: AtomicI64,
 }
 
+/// `(topic, group, [(queue id, offset)])`: one committed pair's offsets.
+pub type GroupOffsets = (String, String, Vec<(i32, i64)>);
+
 fn key(topic: &str, group: &str) -> String {
     format!("{topic}@{group}")
 }
@@ -139,6 +142,22 @@ impl ConsumerOffsetManager {
             }
         }
         Ok(())
+    }
+
+    /// Every committed `(topic, group)` pair with its `(queue id, offset)`s (metrics).
+    pub fn all(&self) -> Vec<GroupOffsets> {
+        self.table
+            .read()
+            .iter()
+            .filter_map(|(k, q)| {
+                let (topic, group) = k.split_once('@')?;
+                Some((
+                    topic.to_owned(),
+                    group.to_owned(),
+                    q.iter().map(|(id, o)| (*id, *o)).collect(),
+                ))
+            })
+            .collect()
     }
 
     /// Every `(topic, queue id, offset)` committed by `group`.

@@ -10,6 +10,7 @@ pub mod consumer_offset;
 pub mod error;
 pub mod ha;
 pub mod long_polling;
+pub mod metrics;
 pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;
@@ -78,6 +79,8 @@ pub struct BrokerInner {
     /// `brokerPermission` now: set from the config, changed at run time by
     /// UPDATE_BROKER_CONFIG (mqadmin updateBrokerConfig), read by every send and pull.
     pub permission: std::sync::atomic::AtomicI32,
+    /// Traffic counters when `metricsExporterType=PROM`; `None` counts nothing.
+    pub metrics: Option<metrics::BrokerMetrics>,
 }
 
 /// Milliseconds since the epoch (0 if the clock is before it): store and version times.
@@ -114,6 +117,27 @@ async fn sample_stats(broker: Arc<BrokerInner>) {
     }
 }
 
+/// A registry whose metrics all carry RocketMQ 5.x's constant labels (`cluster`,
+/// `node_type`, `node_id`) and the `metricsLabel` pairs.
+fn metrics_registry(
+    cfg: &BrokerConfig,
+    exporter: &rocketpy_metrics::ExporterSettings,
+) -> prometheus_client::registry::Registry {
+    use std::borrow::Cow;
+    let mut labels: Vec<(Cow<'static, str>, Cow<'static, str>)> = vec![
+        ("cluster".into(), cfg.broker_cluster_name.clone().into()),
+        ("node_type".into(), "broker".into()),
+        ("node_id".into(), cfg.broker_name.clone().into()),
+    ];
+    labels.extend(
+        exporter
+            .constant_labels()
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into())),
+    );
+    prometheus_client::registry::Registry::with_labels(labels.into_iter())
+}
+
 /// A running broker.
 pub struct Broker {
     inner: Arc<BrokerInner>,
@@ -123,6 +147,8 @@ pub struct Broker {
     tasks: Vec<JoinHandle<()>>,
     /// Stops the replication tasks (HA listener and connections, or the slave's client).
     ha_stop: tokio::sync::watch::Sender<bool>,
+    /// The Prometheus endpoint (`metricsExporterType=PROM`).
+    metrics_server: Option<rocketpy_metrics::MetricsServer>,
 }
 
 /// RocketMQ's "VIP channel": a Java broker serves the same requests on `listenPort - 2` too (its
@@ -197,26 +223,30 @@ impl Broker {
         let broker_cfg = &settings.broker;
         let bind = format!("{}:{}", broker_cfg.bind_address, broker_cfg.listen_port);
         let table_slot: Arc<std::sync::OnceLock<Arc<BrokerInner>>> = Arc::default();
+        let exporter = broker_cfg.exporter();
+        let mut registry = exporter
+            .prometheus_enabled()
+            .then(|| metrics_registry(broker_cfg, &exporter));
+        let metrics = registry.as_mut().map(metrics::BrokerMetrics::register);
+        let rpc = registry
+            .as_mut()
+            .map(|r| Arc::new(rocketpy_metrics::rpc::RpcMetrics::register(r)));
+        let table = || {
+            let mut table = processor::processor_table(table_slot.clone());
+            if let Some(rpc) = &rpc {
+                table.observe(rpc.clone());
+            }
+            table
+        };
         let server_config = ServerConfig {
             idle_timeout: Some(Duration::from_secs(
                 broker_cfg.client_channel_max_idle_time_seconds.max(1),
             )),
             ..ServerConfig::default()
         };
-        let server = RemotingServer::bind(
-            &bind,
-            processor::processor_table(table_slot.clone()),
-            server_config.clone(),
-        )
-        .await?;
+        let server = RemotingServer::bind(&bind, table(), server_config.clone()).await?;
         let port = server.local_addr().port();
-        let vip_server = bind_vip(
-            &broker_cfg.bind_address,
-            port,
-            processor::processor_table(table_slot.clone()),
-            server_config,
-        )
-        .await;
+        let vip_server = bind_vip(&broker_cfg.bind_address, port, table(), server_config).await;
         let ip = match &broker_cfg.broker_ip1 {
             Some(ip) => ip.parse::<IpAddr>().map_err(|_| {
                 BrokerError::Config(format!("brokerIP1 {ip:?} is not an IP address"))
@@ -287,8 +317,27 @@ impl Broker {
             stats: stats::BrokerStats::new(),
             boot_ms: now_millis(),
             permission: std::sync::atomic::AtomicI32::new(permission),
+            metrics,
         });
         let _ = table_slot.set(inner.clone());
+        let metrics_server = match registry {
+            Some(mut registry) => {
+                registry
+                    .register_collector(Box::new(metrics::collector::BrokerCollector::new(&inner)));
+                registry.register_collector(Box::new(rocketpy_metrics::process::ProcessCollector));
+                let addr = exporter.listen_addr(&inner.config().bind_address);
+                Some(
+                    rocketpy_metrics::MetricsServer::bind(&addr, registry)
+                        .await
+                        .map_err(|e| {
+                            BrokerError::Config(format!(
+                                "cannot listen for metrics scrapes on {addr} (metricsPromExporterPort): {e}"
+                            ))
+                        })?,
+                )
+            }
+            None => None,
+        };
 
         let mut tasks = Vec::new();
         let (ha_stop, ha_stopped) = tokio::sync::watch::channel(false);
@@ -351,7 +400,13 @@ impl Broker {
             vip_server,
             tasks,
             ha_stop,
+            metrics_server,
         })
+    }
+
+    /// Where the Prometheus endpoint listens, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_server.as_ref().map(|m| m.local_addr())
     }
 
     /// The bound address.
@@ -374,6 +429,9 @@ impl Broker {
     pub async fn shutdown(&self) -> Result<()> {
         for task in &self.tasks {
             task.abort();
+        }
+        if let Some(m) = &self.metrics_server {
+            m.shutdown();
         }
         self.ha_stop.send_replace(true);
         register::unregister_all(&self.inner).await;

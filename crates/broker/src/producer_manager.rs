@@ -87,6 +87,15 @@ impl ProducerManager {
         (!live.is_empty()).then(|| live[turn % live.len()].conn.clone())
     }
 
+    /// One `(language, version)` per member of every group (metrics).
+    pub fn members(&self) -> Vec<(LanguageCode, i32)> {
+        self.groups
+            .read()
+            .values()
+            .flat_map(|members| members.values().map(|m| m.client))
+            .collect()
+    }
+
     /// The group's members as GET_PRODUCER_CONNECTION_LIST lists them.
     pub fn connections(&self, group: &str) -> Vec<ClientConnection> {
         let groups = self.groups.read();

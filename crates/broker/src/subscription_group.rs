@@ -125,6 +125,16 @@ impl SubscriptionGroupManager {
         })
     }
 
+    /// Subscription groups configured (metrics' `rocketmq_consumer_group_number`).
+    pub fn len(&self) -> usize {
+        self.table.read().subscription_group_table.len()
+    }
+
+    /// Whether no group is configured.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The group's config, created with defaults (and saved) if allowed.
     pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         if let Some(cfg) = self.table.read().subscription_group_table.get(group) {

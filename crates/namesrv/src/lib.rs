@@ -1,6 +1,7 @@
 //! rocketpy's name server: brokers register here; clients ask it where topics live.
 //! Name servers share nothing: brokers register with each of them.
 
+pub mod metrics;
 pub mod processor;
 pub mod route_info;
 
@@ -24,6 +25,14 @@ rocketpy_protocol::config_struct! {
         scan_not_active_broker_interval: u64 = 10_000 => "scanNotActiveBrokerInterval",
         /// Milliseconds of silence after which a broker is removed.
         broker_channel_expired_time: u64 = 120_000 => "brokerChannelExpiredTime",
+        /// Where metrics go: DISABLE or PROM (a Prometheus endpoint); RocketMQ 5.x's key.
+        metrics_exporter_type: rocketpy_metrics::MetricsExporterType = rocketpy_metrics::MetricsExporterType::Disable => "metricsExporterType",
+        /// Interface of the Prometheus endpoint (empty: `bindAddress`).
+        metrics_prom_exporter_host: String = String::new() => "metricsPromExporterHost",
+        /// Port of the Prometheus endpoint (0 picks a free one).
+        metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
+        /// Constant labels added to every metric, `k1:v1,k2:v2`.
+        metrics_label: String = String::new() => "metricsLabel",
     }
 }
 
@@ -32,18 +41,39 @@ pub struct NameServer {
     server: RemotingServer,
     routes: Arc<RouteInfoManager>,
     scanner: JoinHandle<()>,
+    metrics_server: Option<rocketpy_metrics::MetricsServer>,
 }
 
 impl NameServer {
     /// Binds and starts serving on the current tokio runtime.
     pub async fn start(config: NamesrvConfig) -> rocketpy_remoting::Result<NameServer> {
         let routes = Arc::new(RouteInfoManager::new());
+        let mut table = processor::processor_table(routes.clone());
+        let exporter = rocketpy_metrics::ExporterSettings {
+            exporter_type: config.metrics_exporter_type,
+            host: config.metrics_prom_exporter_host.clone(),
+            port: config.metrics_prom_exporter_port,
+            labels: config.metrics_label.clone(),
+        };
+        let registry = exporter
+            .prometheus_enabled()
+            .then(|| metrics::registry(&exporter, &routes, &mut table));
         let server = RemotingServer::bind(
             &format!("{}:{}", config.bind_address, config.listen_port),
-            processor::processor_table(routes.clone()),
+            table,
             ServerConfig::default(),
         )
         .await?;
+        let metrics_server = match registry {
+            Some(registry) => Some(
+                rocketpy_metrics::MetricsServer::bind(
+                    &exporter.listen_addr(&config.bind_address),
+                    registry,
+                )
+                .await?,
+            ),
+            None => None,
+        };
         let scan_routes = routes.clone();
         let scanner = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(
@@ -62,7 +92,13 @@ impl NameServer {
             server,
             routes,
             scanner,
+            metrics_server,
         })
+    }
+
+    /// Where the Prometheus endpoint listens, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_server.as_ref().map(|m| m.local_addr())
     }
 
     /// The bound address.
@@ -78,6 +114,9 @@ impl NameServer {
     /// Stops serving.
     pub async fn shutdown(&self) {
         self.scanner.abort();
+        if let Some(m) = &self.metrics_server {
+            m.shutdown();
+        }
         self.server.shutdown().await;
         tracing::info!("name server stopped");
     }

@@ -33,22 +33,36 @@ pub struct NameServer {
 
 #[pymethods]
 impl NameServer {
-    /// Starts a name server on `host:port` (port 0 picks a free port).
+    /// Starts a name server on `host:port` (port 0 picks a free port); `config` sets more
+    /// name server keys (e.g. `metricsExporterType`).
     #[staticmethod]
-    #[pyo3(signature = (host="0.0.0.0", port=9876, scan_interval_ms=10_000, broker_expiry_ms=120_000))]
+    #[pyo3(signature = (host="0.0.0.0", port=9876, scan_interval_ms=10_000, broker_expiry_ms=120_000, config=None))]
     fn start(
         py: Python<'_>,
         host: &str,
         port: u16,
         scan_interval_ms: u64,
         broker_expiry_ms: u64,
+        config: Option<HashMap<String, String>>,
     ) -> PyResult<Self> {
-        let config = NamesrvConfig {
+        let mut settings = NamesrvConfig {
             bind_address: host.to_owned(),
             listen_port: port,
             scan_not_active_broker_interval: scan_interval_ms,
             broker_channel_expired_time: broker_expiry_ms,
+            ..NamesrvConfig::default()
         };
+        for (key, value) in config.unwrap_or_default() {
+            let known = settings
+                .set(&key, &value)
+                .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?;
+            if !known {
+                return Err(errors::RocketpyError::new_err(format!(
+                    "unknown name server key {key:?}"
+                )));
+            }
+        }
+        let config = settings;
         let server = run(py, NativeNameServer::start(config))?.map_err(errors::remoting)?;
         Ok(NameServer {
             inner: Arc::new(server),
@@ -66,6 +80,12 @@ impl NameServer {
     #[getter]
     fn port(&self) -> u16 {
         self.inner.local_addr().port()
+    }
+
+    /// `host:port` of the Prometheus endpoint (`metricsExporterType=PROM`), else `None`.
+    #[getter]
+    fn metrics_address(&self) -> Option<String> {
+        self.inner.metrics_addr().map(|a| a.to_string())
     }
 
     /// Addresses of the brokers currently registered.
@@ -156,6 +176,12 @@ impl Broker {
     #[getter]
     fn port(&self) -> u16 {
         self.inner.local_addr().port()
+    }
+
+    /// `host:port` of the Prometheus endpoint (`metricsExporterType=PROM`), else `None`.
+    #[getter]
+    fn metrics_address(&self) -> Option<String> {
+        self.inner.metrics_addr().map(|a| a.to_string())
     }
 
     /// The address it registers with name servers (what clients connect to).

@@ -14,5 +14,8 @@ pub mod server;
 pub use client::{ClientConfig, RemotingClient};
 pub use connection::{BoxFuture, Connection, Reply, RequestHandler};
 pub use error::{RemotingError, Result};
-pub use processor::{ProcessError, ProcessResult, ProcessorTable, RequestProcessor};
+pub use processor::{
+    ProcessError, ProcessResult, ProcessorTable, RequestObserver, RequestOutcome, RequestProcessor,
+    RequestRecord,
+};
 pub use server::{RemotingServer, ServerConfig};

@@ -69,11 +69,45 @@ where
 /// Called when a connection closes (e.g. a broker's channel to the name server).
 pub type CloseListener = Arc<dyn Fn(&Arc<Connection>) + Send + Sync>;
 
+/// How a request ended, for [`RequestObserver`] (RocketMQ 5.x's `result` label values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestOutcome {
+    /// Answered (whatever the response code).
+    Success,
+    /// A oneway request: nothing is sent back.
+    Oneway,
+    /// The processor failed; the response carries its error code.
+    Failed,
+}
+
+/// One handled request, as an observer sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestRecord {
+    /// The request code.
+    pub request_code: i32,
+    /// The response code (0 for oneway requests and held requests that end unanswered).
+    pub response_code: i32,
+    /// Whether the answer came later (held pulls, flush waits) rather than at once.
+    pub held: bool,
+    /// How it ended.
+    pub outcome: RequestOutcome,
+    /// From receipt to the response being ready.
+    pub elapsed: std::time::Duration,
+}
+
+/// Told about every handled request (metrics). Called on the connection's task: it must be
+/// cheap and must not block.
+pub trait RequestObserver: Send + Sync + 'static {
+    /// One request ended.
+    fn observe(&self, record: RequestRecord);
+}
+
 /// Request code -> processor, plus a close listener.
 #[derive(Default, Clone)]
 pub struct ProcessorTable {
     processors: HashMap<i32, Arc<dyn RequestProcessor>>,
     on_close: Option<CloseListener>,
+    observer: Option<Arc<dyn RequestObserver>>,
 }
 
 impl ProcessorTable {
@@ -105,23 +139,77 @@ impl ProcessorTable {
         self.on_close = Some(listener);
         self
     }
+
+    /// Sets the observer told about every handled request; with none, nothing is timed.
+    pub fn observe(&mut self, observer: Arc<dyn RequestObserver>) -> &mut Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    fn dispatch(&self, conn: &Arc<Connection>, request: &RemotingCommand) -> (Reply, bool) {
+        let Some(processor) = self.processors.get(&request.code) else {
+            tracing::debug!(code = request.code, peer = %conn.peer(), "request code not supported");
+            let remark = format!(" request type {} not supported", request.code);
+            return (
+                Reply::Now(Some(
+                    ProcessError::new(response::REQUEST_CODE_NOT_SUPPORTED, remark)
+                        .into_response(request),
+                )),
+                false,
+            );
+        };
+        match processor.process(conn, request) {
+            Ok(reply) => (reply, true),
+            Err(e) => {
+                tracing::debug!(code = request.code, peer = %conn.peer(), remark = %e.remark, "request failed");
+                (Reply::Now(Some(e.into_response(request))), false)
+            }
+        }
+    }
+}
+
+/// What an observer is told about a response (or its absence).
+fn record(
+    request: &RemotingCommand,
+    response: Option<&RemotingCommand>,
+    ok: bool,
+    held: bool,
+    started: std::time::Instant,
+) -> RequestRecord {
+    let outcome = if request.is_oneway() {
+        RequestOutcome::Oneway
+    } else if ok {
+        RequestOutcome::Success
+    } else {
+        RequestOutcome::Failed
+    };
+    RequestRecord {
+        request_code: request.code,
+        response_code: response.map_or(0, |r| r.code),
+        held,
+        outcome,
+        elapsed: started.elapsed(),
+    }
 }
 
 impl RequestHandler for ProcessorTable {
     fn handle(&self, conn: &Arc<Connection>, request: RemotingCommand) -> Reply {
-        let Some(processor) = self.processors.get(&request.code) else {
-            tracing::debug!(code = request.code, peer = %conn.peer(), "request code not supported");
-            let remark = format!(" request type {} not supported", request.code);
-            return Reply::Now(Some(
-                ProcessError::new(response::REQUEST_CODE_NOT_SUPPORTED, remark)
-                    .into_response(&request),
-            ));
+        let Some(observer) = &self.observer else {
+            return self.dispatch(conn, &request).0;
         };
-        match processor.process(conn, &request) {
-            Ok(reply) => reply,
-            Err(e) => {
-                tracing::debug!(code = request.code, peer = %conn.peer(), remark = %e.remark, "request failed");
-                Reply::Now(Some(e.into_response(&request)))
+        let started = std::time::Instant::now();
+        match self.dispatch(conn, &request) {
+            (Reply::Now(response), ok) => {
+                observer.observe(record(&request, response.as_ref(), ok, false, started));
+                Reply::Now(response)
+            }
+            (Reply::Later(future), ok) => {
+                let observer = observer.clone();
+                Reply::Later(Box::pin(async move {
+                    let response = future.await;
+                    observer.observe(record(&request, response.as_ref(), ok, true, started));
+                    response
+                }))
             }
         }
     }

@@ -595,6 +595,19 @@ impl MessageStore {
 
     // -- retention, flush, shutdown -------------------------------------------------------
 
+    /// CommitLog bytes appended but not yet flushed to disk (metrics' flush-behind).
+    pub fn flush_behind_bytes(&self) -> i64 {
+        let flushed = i64::try_from(self.commit_log.files().flushed_offset()).unwrap_or(i64::MAX);
+        (self.commit_log.max_offset() - flushed).max(0)
+    }
+
+    /// Total and available bytes of the disk holding the store.
+    pub fn disk_space(&self) -> Result<(u64, u64)> {
+        self.storage
+            .disk_space(&self.root)
+            .map_err(|e| StoreError::io(&self.root, e))
+    }
+
     /// Fraction of the disk holding the store that is in use.
     pub fn disk_used_ratio(&self) -> Result<f64> {
         self.clean.disk_used_ratio()

@@ -34,6 +34,7 @@ from rocketpy.consumer.offset_store import (
 from rocketpy.consumer.process_queue import ProcessQueue
 from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
+from rocketpy.metrics import METRICS, lag_of
 from rocketpy.protocol import MASTER_ID, PullSysFlag, RequestCode, ResponseCode, retry_topic
 from rocketpy.protocol import Property as P
 from rocketpy.validate import check_group, check_topic
@@ -108,6 +109,9 @@ class PullRequest:
     #: The broker id to pull from: the broker's last ``suggestWhichBrokerId`` (RocketMQ's
     #: pullFromWhichNodeTable), the master's at first.
     pull_from: int = MASTER_ID
+    #: The queue's max offset on the broker at the last pull answer (-1: none yet), for
+    #: the consume-lag metric.
+    broker_max: int = -1
 
 
 def _millis(when: dt.datetime | int | float) -> int:
@@ -215,6 +219,26 @@ class ConsumerBase(abc.ABC):
             inst.release()
             raise
         inst.rebalance_now()
+        if METRICS is not None:
+            METRICS.track(self)
+
+    @property
+    def client_id(self) -> str:
+        """The client id announced in heartbeats (``ip@instance``); empty before start."""
+        inst = self._instance
+        return inst.client_id if inst is not None else ""
+
+    def queue_lags(self) -> list[tuple[MessageQueue, int]]:
+        """Per assigned queue, messages not consumed yet by this consumer: the broker's max
+        offset at the last pull, minus the next offset to pull, plus messages pulled and
+        still held (the client metrics' consume lag)."""
+        with self._lock:
+            held = list(self._table.items())
+        return [
+            (mq, lag_of(pr.broker_max, pr.next_offset, pr.pq.count))
+            for mq, pr in held
+            if not pr.pq.dropped
+        ]
 
     @abc.abstractmethod
     def shutdown(self) -> None:
@@ -245,6 +269,8 @@ class ConsumerBase(abc.ABC):
 
     def _leave(self, table: dict[MessageQueue, PullRequest]) -> None:
         """Second half: drop the queues, commit offsets, leave the group."""
+        if METRICS is not None:
+            METRICS.untrack(self)
         inst, offsets = self._instance, self._offsets
         for pr in table.values():
             pr.pq.dropped = True
@@ -529,6 +555,9 @@ class ConsumerBase(abc.ABC):
             pr.pull_from = int(suggested)
         next_begin = resp.header.next_begin_offset
         next_offset = pr.next_offset if next_begin is None else int(next_begin)
+        broker_max = resp.header.max_offset
+        if broker_max is not None:
+            pr.broker_max = int(broker_max)
         if code == ResponseCode.SUCCESS:
             msgs = resp.decode_messages(pr.mq.broker_name)
             if sub.tags:  # per-message work only when there is something to do

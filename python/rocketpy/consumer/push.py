@@ -25,6 +25,7 @@ from rocketpy.consumer.base import ConsumerBase, MessageModel, PullRequest
 from rocketpy.consumer.workers import WorkerPool
 from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
+from rocketpy.metrics import METRICS
 from rocketpy.protocol import RequestCode, ResponseCode
 
 log = logging.getLogger("rocketpy.consumer")
@@ -205,11 +206,14 @@ class PushConsumer(ConsumerBase):
             return
         listener = self._listener
         assert listener is not None
+        started = time.monotonic()
         try:
             status = listener(msgs)
         except Exception:
             log.exception("listener failed on %d message(s) of %s", len(msgs), pr.mq)
             status = ConsumeStatus.RECONSUME_LATER
+        ok = status in (None, ConsumeStatus.CONSUME_SUCCESS)
+        self._note_process(msgs, started, ok)
         done = msgs
         if status not in (None, ConsumeStatus.CONSUME_SUCCESS):
             if self.message_model is MessageModel.BROADCASTING:
@@ -226,6 +230,12 @@ class PushConsumer(ConsumerBase):
         offset = pr.pq.remove(done)
         if offset >= 0 and not pr.pq.dropped and self._offsets is not None:
             self._offsets.update(pr.mq, offset)
+
+    def _note_process(self, msgs: list[MessageExt], started: float, ok: bool) -> None:
+        """A listener call ended: the client metrics' process time."""
+        if METRICS is not None and msgs:
+            elapsed = time.monotonic() - started
+            METRICS.record_process(msgs[0].topic, self.group, self.client_id, elapsed, ok)
 
     def _resubmit(self, msgs: list[MessageExt], pr: PullRequest) -> None:
         pool = self._pool
@@ -284,6 +294,7 @@ class PushConsumer(ConsumerBase):
                 msgs = pq.take(self.consume_message_batch_max_size)
                 if not msgs:
                     break
+                started = time.monotonic()
                 try:
                     status = listener(msgs)
                 except Exception:
@@ -291,7 +302,9 @@ class PushConsumer(ConsumerBase):
                         "orderly listener failed on %d message(s) of %s", len(msgs), pr.mq
                     )
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-                if status in (None, ConsumeOrderlyStatus.SUCCESS, ConsumeStatus.CONSUME_SUCCESS):
+                ok = status in (None, ConsumeOrderlyStatus.SUCCESS, ConsumeStatus.CONSUME_SUCCESS)
+                self._note_process(msgs, started, ok)
+                if ok:
                     self._commit_orderly(pr)
                     continue
                 if self._give_up_orderly(msgs, pr):

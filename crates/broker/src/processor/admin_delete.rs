@@ -38,6 +38,9 @@ pub fn delete_topic(
     let existed = broker.topics.delete(topic).map_err(system_error)?;
     let queues = broker.store.delete_topic(topic).map_err(system_error)?;
     broker.offsets.remove(Some(topic), None);
+    if let Some(metrics) = &broker.metrics {
+        metrics.forget(Some(topic), None);
+    }
     broker.register_now.notify_one();
     tracing::info!(topic, existed, queues, "topic deleted");
     reply(ok(req))
@@ -53,6 +56,9 @@ pub fn delete_subscription_group(
     let existed = broker.groups.delete(&h.group_name);
     if h.clean_offset.unwrap_or(false) {
         broker.offsets.remove(None, Some(&h.group_name));
+        if let Some(metrics) = &broker.metrics {
+            metrics.forget(None, Some(&h.group_name));
+        }
     }
     tracing::info!(group = %h.group_name, existed, "subscription group deleted");
     reply(ok(req))

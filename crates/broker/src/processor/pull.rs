@@ -179,6 +179,14 @@ fn pull_once(
     if code == response::SUCCESS {
         resp.body = result.concat();
     }
+    if let (Some(metrics), response::SUCCESS) = (&broker.metrics, code) {
+        metrics.on_get(
+            (&h.topic, &h.consumer_group, h.queue_id),
+            result.messages.len() as u64,
+            result.total_bytes as u64,
+            result.next_begin_offset,
+        );
+    }
     broker.stats.on_get(
         &cfg.broker_cluster_name,
         &h.topic,

@@ -78,7 +78,11 @@ pub fn consumer_send_msg_back(
         });
     set(&mut props, keys::ORIGIN_MESSAGE_ID, origin);
     let (topic, queue_id) = if original.reconsume_times >= max || delay_level < 0 {
-        (dlq_topic(broker, group)?, 0)
+        let dlq = dlq_topic(broker, group)?;
+        if let Some(metrics) = &broker.metrics {
+            metrics.on_dlq(group, original.topic);
+        }
+        (dlq, 0)
     } else {
         if delay_level == 0 {
             delay_level = 3 + original.reconsume_times;

@@ -23,6 +23,7 @@ use super::{
     check_broker_writeable, dlq_topic, ok, retry_topic, spread_queue, store_error, system_error,
     with_store_wait,
 };
+use crate::metrics::labels;
 use crate::transaction::half;
 use crate::BrokerInner;
 
@@ -71,6 +72,11 @@ pub fn process(
     }
     let (topic, queue_id) = retry_or_dlq(broker, &h, queue_id)?;
     let wait = waits_for_store(&items);
+    let message_type = broker
+        .metrics
+        .as_ref()
+        .and_then(|_| items.first())
+        .map(|first| labels::message_type(&first.properties, prepared));
     let msgs: Vec<MessageToStore> = items
         .into_iter()
         .map(|item| message(broker, conn, &h, (&topic, queue_id), item))
@@ -94,6 +100,14 @@ pub fn process(
         appended.results.len() as i64,
         bytes,
     );
+    if let (Some(metrics), Some(message_type)) = (&broker.metrics, message_type) {
+        metrics.on_put(
+            &topic,
+            message_type,
+            appended.results.len() as u64,
+            bytes.max(0) as u64,
+        );
+    }
     let ids: Vec<&str> = appended.results.iter().map(|r| r.msg_id.as_str()).collect();
     let resp = ok(req).with_header(&SendMessageResponseHeader {
         msg_id: ids.join(","),
@@ -285,7 +299,11 @@ fn retry_or_dlq(
     if h.reconsume_times.unwrap_or(0) < max {
         return Ok((h.topic.clone(), queue_id));
     }
-    Ok((dlq_topic(broker, group)?, 0))
+    let dlq = dlq_topic(broker, group)?;
+    if let Some(metrics) = &broker.metrics {
+        metrics.on_dlq(group, &h.topic);
+    }
+    Ok((dlq, 0))
 }
 
 /// The message to store for `item`, sent with header `h` to `(topic, queue_id)`.

@@ -1,0 +1,233 @@
+//! Gauges computed from the broker's state at scrape time, under RocketMQ 5.x's names:
+//! table sizes, connections, consumer lag (messages, age of the oldest unconsumed message,
+//! in-flight messages), storage, and the broker's permission.
+//!
+//! Lag is computed for every committed `(topic, group)` pair, online or not, so the lag of a
+//! stopped consumer (or of a Spark job between micro-batches) stays visible.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use rocketpy_metrics::collect::{gauge, gauge_family, Labels};
+use rocketpy_protocol::body::heartbeat::ConsumeType;
+use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
+
+use super::labels::{is_system, is_system_group};
+use crate::processor::admin_view::version_desc;
+use crate::{now_millis, BrokerInner};
+
+/// Reads the broker when scraped; holds it weakly so a stopped broker is not kept alive.
+#[derive(Debug)]
+pub struct BrokerCollector {
+    broker: Weak<BrokerInner>,
+}
+
+impl BrokerCollector {
+    /// A collector of `broker`.
+    pub fn new(broker: &Arc<BrokerInner>) -> Self {
+        BrokerCollector {
+            broker: Arc::downgrade(broker),
+        }
+    }
+}
+
+/// One consumer group's position in one topic, summed over its queues.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Lag {
+    /// Messages stored after the committed offsets.
+    pub messages: i64,
+    /// Messages pulled but not committed.
+    pub inflight: i64,
+    /// Store time of the oldest unconsumed message (ms), 0 if none.
+    pub oldest_unconsumed_ms: i64,
+}
+
+/// Lag of every committed `(topic, group)` pair whose topic still has queues.
+pub fn lags(broker: &BrokerInner) -> Vec<((String, String), Lag)> {
+    let mut out = Vec::new();
+    for (topic, group, queues) in broker.offsets.all() {
+        if broker.topics.get(&topic).is_none() {
+            continue;
+        }
+        let mut lag = Lag::default();
+        for (queue_id, committed) in queues {
+            let max = broker.store.max_offset_in_queue(&topic, queue_id);
+            let behind = (max - committed).max(0);
+            lag.messages += behind;
+            if let Some(metrics) = &broker.metrics {
+                if let Some(pulled) = metrics.pulled_offset(&group, &topic, queue_id) {
+                    lag.inflight += (pulled.min(max) - committed).max(0);
+                }
+            }
+            if behind > 0 {
+                if let Some(t) = broker
+                    .store
+                    .message_store_timestamp(&topic, queue_id, committed)
+                {
+                    if lag.oldest_unconsumed_ms == 0 || t < lag.oldest_unconsumed_ms {
+                        lag.oldest_unconsumed_ms = t;
+                    }
+                }
+            }
+        }
+        out.push(((topic, group), lag));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn consume_mode(t: ConsumeType) -> &'static str {
+    match t {
+        ConsumeType::ConsumeActively => "pull",
+        ConsumeType::ConsumePassively => "push",
+        ConsumeType::ConsumePop => "pop",
+    }
+}
+
+fn count<K: Ord>(items: impl IntoIterator<Item = K>) -> BTreeMap<K, i64> {
+    let mut counts = BTreeMap::new();
+    for k in items {
+        *counts.entry(k).or_insert(0) += 1;
+    }
+    counts
+}
+
+impl Collector for BrokerCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(broker) = self.broker.upgrade() else {
+            return Ok(());
+        };
+        let e = &mut encoder;
+        gauge(
+            e,
+            "rocketmq_topic_number",
+            "Active topic number",
+            broker.topics.len() as i64,
+        )?;
+        gauge(
+            e,
+            "rocketmq_consumer_group_number",
+            "Active subscription group number",
+            broker.groups.len() as i64,
+        )?;
+        gauge(
+            e,
+            "rocketmq_broker_permission",
+            "Broker permission",
+            i64::from(broker.permission()),
+        )?;
+
+        let producers = count(
+            broker
+                .producers
+                .members()
+                .into_iter()
+                .map(|(language, version)| (language.name(), version)),
+        );
+        gauge_family(
+            e,
+            "rocketmq_producer_connections",
+            "Producer connections",
+            producers.into_iter().map(|((language, version), n)| {
+                let labels: Labels = vec![
+                    ("language", language.to_lowercase()),
+                    ("version", version_desc(version).to_lowercase()),
+                    ("protocol_type", "remoting".into()),
+                ];
+                (labels, n)
+            }),
+        )?;
+        let consumers = count(
+            broker
+                .consumers
+                .members()
+                .into_iter()
+                .map(|(g, l, v, t)| (g, l.name(), v, consume_mode(t))),
+        );
+        gauge_family(
+            e,
+            "rocketmq_consumer_connections",
+            "Consumer connections",
+            consumers
+                .into_iter()
+                .map(|((group, language, version, mode), n)| {
+                    let labels: Labels = vec![
+                        ("consumer_group", group.clone()),
+                        ("language", language.to_lowercase()),
+                        ("version", version_desc(version).to_lowercase()),
+                        ("consume_mode", mode.into()),
+                        ("protocol_type", "remoting".into()),
+                        ("is_system", is_system_group(&group).to_string()),
+                    ];
+                    (labels, n)
+                }),
+        )?;
+
+        let lags = lags(&broker);
+        let now = now_millis();
+        let lag_labels = |topic: &str, group: &str| -> Labels {
+            vec![
+                ("consumer_group", group.to_owned()),
+                ("topic", topic.to_owned()),
+                (
+                    "is_retry",
+                    topic.starts_with(RETRY_GROUP_TOPIC_PREFIX).to_string(),
+                ),
+                ("is_system", is_system(topic, group).to_string()),
+            ]
+        };
+        gauge_family(
+            e,
+            "rocketmq_consumer_lag_messages",
+            "Consumer lag messages",
+            lags.iter()
+                .map(|((t, g), lag)| (lag_labels(t, g), lag.messages)),
+        )?;
+        gauge_family(
+            e,
+            "rocketmq_consumer_lag_latency",
+            "Consumer lag time in milliseconds (age of the oldest unconsumed message)",
+            lags.iter().map(|((t, g), lag)| {
+                let age = if lag.oldest_unconsumed_ms == 0 {
+                    0
+                } else {
+                    (now - lag.oldest_unconsumed_ms).max(0)
+                };
+                (lag_labels(t, g), age)
+            }),
+        )?;
+        gauge_family(
+            e,
+            "rocketmq_consumer_inflight_messages",
+            "Consumer inflight messages (pulled, not yet committed)",
+            lags.iter()
+                .map(|((t, g), lag)| (lag_labels(t, g), lag.inflight)),
+        )?;
+
+        // RocketMQ reports the disk holding the store: its used bytes.
+        if let Ok((total, avail)) = broker.store.disk_space() {
+            gauge(
+                e,
+                "rocketmq_storage_size",
+                "Broker storage size in bytes (used space of the store's disk)",
+                i64::try_from(total.saturating_sub(avail)).unwrap_or(i64::MAX),
+            )?;
+        }
+        gauge(
+            e,
+            "rocketmq_storage_flush_behind_bytes",
+            "Broker flush behind bytes",
+            broker.store.flush_behind_bytes(),
+        )?;
+        // Dispatch to the consume queues and the index happens inside each append, before it
+        // is acknowledged, so nothing is ever waiting for it.
+        gauge(
+            e,
+            "rocketmq_storage_dispatch_behind_bytes",
+            "Broker dispatch behind bytes",
+            0,
+        )
+    }
+}

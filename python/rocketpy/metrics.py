@@ -1,0 +1,162 @@
+"""Client metrics through ``prometheus_client``, when it is installed (``pip install
+rocketpy-mq[metrics]``); without it every hook here is a no-op.
+
+The metrics go to ``prometheus_client``'s default registry, so an application exposes them
+with its own ``prometheus_client.start_http_server(port)`` next to its other metrics:
+
+- ``rocketmq_send_cost_time`` (histogram, milliseconds; ``topic``, ``client_id``,
+  ``invocation_status`` = success / failure): every send attempt, the name and buckets of
+  RocketMQ 5.x's clients;
+- ``rocketpy_client_messages_sent_total`` (``topic``, ``client_id``): messages the broker
+  stored; ``rocketpy_client_send_failures_total``: failed attempts (each retry counts);
+- ``rocketmq_process_time`` (histogram, milliseconds; ``topic``, ``consumer_group``,
+  ``client_id``, ``invocation_status``): listener calls of push consumers;
+- ``rocketpy_client_consume_lag_messages`` (gauge; ``consumer_group``, ``topic``, ``broker``,
+  ``queue_id``, ``client_id``): per assigned queue, messages stored on the broker that this
+  consumer has not consumed yet (the broker's max offset at the last pull, minus the next
+  offset to pull, plus messages pulled and not yet consumed), computed when scraped.
+
+Set ``ROCKETPY_CLIENT_METRICS=off`` to leave the registry alone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rocketpy.consumer.base import ConsumerBase
+
+__all__ = ["METRICS", "ClientMetrics"]
+
+#: RocketMQ 5.x clients' send and process-time buckets, in milliseconds.
+_BUCKETS_MS = (1.0, 5.0, 10.0, 20.0, 50.0, 200.0, 500.0, float("inf"))
+
+
+class _LagCollector:
+    """Reads the live consumers' queues when scraped."""
+
+    def __init__(self) -> None:
+        self.consumers: weakref.WeakSet[ConsumerBase] = weakref.WeakSet()
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily(
+            "rocketpy_client_consume_lag_messages",
+            "Messages of an assigned queue this consumer has not consumed yet",
+            labels=["consumer_group", "topic", "broker", "queue_id", "client_id"],
+        )
+        for consumer in list(self.consumers):
+            for mq, lag in consumer.queue_lags():
+                family.add_metric(
+                    [
+                        consumer.group,
+                        mq.topic,
+                        mq.broker_name,
+                        str(mq.queue_id),
+                        consumer.client_id,
+                    ],
+                    lag,
+                )
+        yield family
+
+
+class ClientMetrics:
+    """The client's metric families, registered once in ``prometheus_client``'s registry."""
+
+    def __init__(self, registry: Any = None) -> None:
+        from prometheus_client import REGISTRY, Counter, Histogram
+
+        registry = registry if registry is not None else REGISTRY
+        self._send_cost = Histogram(
+            "rocketmq_send_cost_time",
+            "Send attempts and their time in milliseconds",
+            ["topic", "client_id", "invocation_status"],
+            buckets=_BUCKETS_MS,
+            registry=registry,
+        )
+        self._sent = Counter(
+            "rocketpy_client_messages_sent",
+            "Messages the broker stored",
+            ["topic", "client_id"],
+            registry=registry,
+        )
+        self._failures = Counter(
+            "rocketpy_client_send_failures",
+            "Failed send attempts (each retry counts)",
+            ["topic", "client_id"],
+            registry=registry,
+        )
+        self._process_time = Histogram(
+            "rocketmq_process_time",
+            "Listener calls of push consumers and their time in milliseconds",
+            ["topic", "consumer_group", "client_id", "invocation_status"],
+            buckets=_BUCKETS_MS,
+            registry=registry,
+        )
+        self._lag = _LagCollector()
+        registry.register(self._lag)
+        # Children by label values: the label lookup is the costly part of an update.
+        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _send_children(self, topic: str, client_id: str, ok: bool) -> tuple[Any, Any]:
+        key = ("send", topic, client_id, "success" if ok else "failure")
+        child = self._children.get(key)
+        if child is None:
+            with self._lock:
+                hist = self._send_cost.labels(topic, client_id, key[3])
+                count = (self._sent if ok else self._failures).labels(topic, client_id)
+                child = self._children.setdefault(key, (hist, count))
+        return child
+
+    def record_send(
+        self, topic: str, client_id: str, elapsed_s: float, ok: bool, messages: int
+    ) -> None:
+        """One send attempt of ``messages`` messages took ``elapsed_s``."""
+        hist, count = self._send_children(topic, client_id, ok)
+        hist.observe(elapsed_s * 1000.0)
+        count.inc(messages if ok else 1)
+
+    def record_process(
+        self, topic: str, group: str, client_id: str, elapsed_s: float, ok: bool
+    ) -> None:
+        """One listener call took ``elapsed_s``."""
+        key = ("process", topic, group, client_id, "success" if ok else "failure")
+        child = self._children.get(key)
+        if child is None:
+            with self._lock:
+                hist = self._process_time.labels(topic, group, client_id, key[4])
+                child = self._children.setdefault(key, (hist, None))
+        child[0].observe(elapsed_s * 1000.0)
+
+    def track(self, consumer: ConsumerBase) -> None:
+        """Reports ``consumer``'s per-queue lag while it lives."""
+        self._lag.consumers.add(consumer)
+
+    def untrack(self, consumer: ConsumerBase) -> None:
+        """Stops reporting ``consumer`` (it shut down)."""
+        self._lag.consumers.discard(consumer)
+
+
+def _create() -> ClientMetrics | None:
+    if os.environ.get("ROCKETPY_CLIENT_METRICS", "on").lower() in ("off", "0", "false"):
+        return None
+    try:
+        import prometheus_client  # noqa: F401
+    except ImportError:
+        return None
+    return ClientMetrics()
+
+
+#: The process's client metrics, or None without ``prometheus_client`` (or when turned off).
+METRICS: ClientMetrics | None = _create()
+
+
+def lag_of(broker_max: int, next_offset: int, held: int) -> int:
+    """Messages not consumed yet of a queue: not pulled, plus pulled and still held."""
+    return max(0, broker_max - next_offset) + held if broker_max >= 0 else held

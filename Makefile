@@ -8,7 +8,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
 .PHONY: install run test lint rust-test py-test bench bench-ha bench-metrics bench-scale ha-crash-loop fuzz soak clean compat-rust-client compat-table \
-	compat-rocketmq-rust compat-servers
+	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
 # cache that outlives clones of this repository (a fresh machine builds it once: ~6 min).
@@ -28,12 +28,20 @@ $(VENV)/.tools: pyproject.toml spark/pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install --quiet -e ./spark --config-settings editable_mode=compat
 	touch $@
 
+# Debian's chromium, for the web console's browser test (tests/test_console.py drives it
+# through Playwright's executable_path; nothing downloads a browser build). Installed with apt
+# when missing, as root or through passwordless sudo.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { APT="apt-get"; [ "$$(id -u)" = 0 ] || APT="sudo -n apt-get"; \
+	    $$APT update -qq && DEBIAN_FRONTEND=noninteractive $$APT install -y -qq chromium; }
+
 # Builds the Rust extension in release mode and installs rocketpy into the venv (editable).
 install: $(VENV)/.tools
 	$(BIN)/maturin develop --release --quiet
 
 run: install
-	$(BIN)/rocketpy dev --metrics-port 5557
+	$(BIN)/rocketpy dev --metrics-port 5557 --console-port 8080
 
 lint: $(VENV)/.tools
 	cargo fmt --all --check
@@ -49,7 +57,7 @@ rust-test:
 compat-rust-client:
 	cd compat/rust-client && CARGO_TARGET_DIR=$(COMPAT_TARGET) cargo build --release --locked --quiet
 
-py-test: install compat-rust-client
+py-test: install compat-rust-client browser
 	$(BIN)/pytest
 
 # rocketmq-rust 1.0's name server and broker, installed into a cache (~12 min the first time).

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import resource
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rocketpy import __version__, bench
 from rocketpy._native import Broker, NameServer, init_logging
@@ -118,9 +120,35 @@ def cmd_dev(args: argparse.Namespace) -> None:
     )
     for url in dev.metrics_urls:
         _say(f"metrics: {url}")
+    console = None
+    if args.console_port is not None:
+        console = _start_console(dev.namesrv_addr, args.host, args.console_port)
+        _say(f"console: {console.url}")
     _wait_for(stop)
+    if console is not None:
+        console.stop()
     dev.stop()
     _say("rocketpy dev stopped")
+
+
+def _start_console(namesrv: str, host: str, port: int) -> Any:
+    try:
+        from rocketpy.console import ConsoleServer
+    except ImportError:  # pragma: no cover - the extra is missing
+        raise SystemExit(
+            "the console needs Flask and waitress: pip install rocketpy-mq[console]"
+        ) from None
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        _say(f"warning: the console has no login and changes the cluster; it listens on {host}")
+    return ConsoleServer(namesrv, host, port).start()
+
+
+def cmd_console(args: argparse.Namespace) -> None:
+    stop = _stop_signal()
+    console = _start_console(args.namesrv, args.host, args.port)
+    _say(f"rocketpy console on {console.url} (name server {args.namesrv})")
+    _wait_for(stop)
+    console.stop()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -180,9 +208,18 @@ def parser() -> argparse.ArgumentParser:
         help="serve Prometheus metrics: broker on PORT, name server on PORT+1 (0: free ports)",
     )
     dev.add_argument(
+        "--console-port", type=int, metavar="PORT", help="serve the web console on PORT too"
+    )
+    dev.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"
     )
     dev.set_defaults(func=cmd_dev)
+
+    con = sub.add_parser("console", help="serve the web console of a cluster")
+    con.add_argument("-n", "--namesrv", default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"))
+    con.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    con.add_argument("--port", type=int, default=8080)
+    con.set_defaults(func=cmd_console)
 
     bench.add_parser(sub)
     sub.add_parser(

@@ -209,10 +209,11 @@ impl TopicConfigManager {
         self.create_system_topic(&retry_topic(group), queues.max(1), perm::READ_WRITE)
     }
 
-    /// The dead-letter topic of consumer group `group`: one queue, writable only (as in
-    /// RocketMQ: reading it needs its permission changed first).
+    /// The dead-letter topic of consumer group `group`: one queue, readable and writable, as
+    /// RocketMQ creates them since 4.9.4 (and in 5.x; before, write only): operators read dead letters with ordinary pulls — mqadmin, the dashboard, the
+    /// console — to inspect and resend them. DLQ topics created write-only stay so.
     pub fn create_dlq_topic(&self, group: &str) -> Result<(TopicConfig, bool), StoreError> {
-        self.create_system_topic(&dlq_topic(group), 1, perm::WRITE)
+        self.create_system_topic(&dlq_topic(group), 1, perm::READ_WRITE)
     }
 
     /// `topic` as it is, or created with `queues` queues and `perm` if it does not exist;

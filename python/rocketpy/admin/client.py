@@ -450,18 +450,18 @@ class Admin:
         msgs = resp.decode_messages()
         return msgs[0] if msgs else None
 
-    def pull_one(
-        self, mq: MessageQueue, offset: int, group: str = "TOOLS_CONSUMER"
-    ) -> MessageExt | None:
-        """The message at ``offset`` of ``mq`` (a PULL_MESSAGE of one message, as mqadmin's
-        queryMsgByOffset), or None."""
+    def pull_messages(
+        self, mq: MessageQueue, offset: int, max_num: int = 32, group: str = "TOOLS_CONSUMER"
+    ) -> list[MessageExt]:
+        """Up to ``max_num`` messages of ``mq`` from ``offset`` on (one PULL_MESSAGE that
+        commits nothing, as mqadmin's tools pull); empty when there are none."""
         addr = self._broker_of(mq)
         header = dict(
             consumer_group=group,
             topic=mq.topic,
             queue_id=mq.queue_id,
             queue_offset=offset,
-            max_msg_nums=1,
+            max_msg_nums=max_num,
             sys_flag=PullSysFlag.SUBSCRIPTION,
             commit_offset=0,
             suspend_timeout_millis=0,
@@ -470,8 +470,15 @@ class Admin:
         )
         resp = self._client.invoke(addr, RequestCode.PULL_MESSAGE, header, None, self._timeout)
         if resp.code != ResponseCode.SUCCESS:
-            return None
-        msgs = [m for m in resp.decode_messages() if m.queue_offset == offset]
+            return []
+        return [m for m in resp.decode_messages() if m.queue_offset >= offset]
+
+    def pull_one(
+        self, mq: MessageQueue, offset: int, group: str = "TOOLS_CONSUMER"
+    ) -> MessageExt | None:
+        """The message at ``offset`` of ``mq`` (a PULL_MESSAGE of one message, as mqadmin's
+        queryMsgByOffset), or None."""
+        msgs = [m for m in self.pull_messages(mq, offset, 1, group) if m.queue_offset == offset]
         return msgs[0] if msgs else None
 
 

@@ -4,22 +4,14 @@ updateBrokerConfig, wipeWritePerm, addWritePerm, statsAll."""
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from rocketpy.admin import Admin, BrokerStats
+from rocketpy.admin.overview import broker_rows, brokers
 from rocketpy.errors import ClientError
 from rocketpy.mqadmin.command import Command, cut
 from rocketpy.mqadmin.output import dump_json, row
 from rocketpy.protocol import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-
-
-def _first(text: str) -> float:
-    """The first figure of ``"x y z"`` (``putTps``: per second over 10 s, 1 min, 10 min)."""
-    try:
-        return float(text.split()[0])
-    except (IndexError, ValueError):
-        return 0.0
 
 
 def _load(tps: float, kv: dict[str, str], pool: str) -> str:
@@ -29,22 +21,6 @@ def _load(tps: float, kv: dict[str, str], pool: str) -> str:
     return f"{tps:9.2f}({size},{wait}ms)"
 
 
-def _brokers(admin: Admin, cluster: str | None) -> list[tuple[str, str, int, str]]:
-    """``(cluster, broker name, broker id, address)`` of every broker, sorted."""
-    info = admin.cluster_info()
-    out = []
-    for c, names in sorted((info.get("clusterAddrTable") or {}).items()):
-        if cluster and c != cluster:
-            continue
-        for name in sorted(names):
-            data = (info.get("brokerAddrTable") or {}).get(name) or {}
-            for bid, addr in sorted(
-                (data.get("brokerAddrs") or {}).items(), key=lambda kv: int(kv[0])
-            ):
-                out.append((str(c), str(name), int(bid), str(addr)))
-    return out
-
-
 def _cluster_list_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--clusterName", help="only this cluster")
     p.add_argument("-m", "--moreStats", action="store_true", help="message totals")
@@ -52,29 +28,7 @@ def _cluster_list_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cluster_list(admin: Admin, a: argparse.Namespace) -> None:
-    now_ms = time.time() * 1000
-    rows: list[dict[str, Any]] = []
-    for cluster, name, bid, addr in _brokers(admin, a.clusterName):
-        try:
-            kv = admin.broker_runtime_info(addr)
-        except Exception:  # an unreachable broker is listed with empty figures, as mqadmin does
-            kv = {}
-        earliest = int(kv.get("earliestMessageTimeStamp") or 0)
-        rows.append(
-            dict(
-                cluster=cluster,
-                brokerName=name,
-                brokerId=bid,
-                addr=addr,
-                version=kv.get("brokerVersionDesc", ""),
-                inTps=_first(kv.get("putTps", "")),
-                outTps=_first(kv.get("getTransferedTps", kv.get("getTransferredTps", ""))),
-                pageCacheLockTimeMills=kv.get("pageCacheLockTimeMills", ""),
-                hour=(now_ms - earliest) / 3_600_000 if earliest > 0 else 0.0,
-                space=float(kv.get("commitLogDiskRatio") or 0.0),
-                kv=kv,
-            )
-        )
+    rows = broker_rows(admin, a.clusterName)
     if a.json:
         dump_json([{k: v for k, v in r.items() if k != "kv"} for r in rows])
         return
@@ -153,7 +107,7 @@ def _target_args(p: argparse.ArgumentParser, what: str) -> None:
 def _targets(admin: Admin, a: argparse.Namespace) -> list[str]:
     if a.brokerAddr:
         return [a.brokerAddr]
-    addrs = [addr for _, _, _, addr in _brokers(admin, a.clusterName)]
+    addrs = [addr for _, _, _, addr in brokers(admin, a.clusterName)]
     if not addrs:
         raise ClientError(f"cluster {a.clusterName!r} has no broker")
     return addrs
@@ -187,11 +141,11 @@ def _get_config(admin: Admin, a: argparse.Namespace) -> None:
         heads = [(a.brokerAddr, f"============{a.brokerAddr}============")]
     else:
         heads = []
-        brokers = _brokers(admin, a.clusterName)
-        if not brokers:
+        listed = brokers(admin, a.clusterName)
+        if not listed:
             raise ClientError(f"cluster {a.clusterName!r} has no broker")
-        masters = {name: addr for _, name, bid, addr in brokers if bid == 0}
-        for _, name, bid, addr in brokers:
+        masters = {name: addr for _, name, bid, addr in listed if bid == 0}
+        for _, name, bid, addr in listed:
             if bid == 0:
                 heads.append((addr, f"============Master: {addr}============"))
             else:

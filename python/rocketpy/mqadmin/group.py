@@ -6,15 +6,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import time
-from typing import Any
 
 from rocketpy.admin import Admin
+from rocketpy.admin.overview import brokers, group_rows
 from rocketpy.admin.types import version_desc
 from rocketpy.errors import ClientError
-from rocketpy.mqadmin.cluster import _brokers
 from rocketpy.mqadmin.command import Command, cut
 from rocketpy.mqadmin.output import dump_json, row
-from rocketpy.protocol import RETRY_GROUP_TOPIC_PREFIX
 
 
 def _date(ms: int) -> str:
@@ -83,35 +81,7 @@ def _progress_of_group(admin: Admin, a: argparse.Namespace) -> None:
 
 
 def _progress_of_all(admin: Admin, a: argparse.Namespace) -> None:
-    infos: list[dict[str, Any]] = []
-    for topic in admin.topic_list():
-        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            continue
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
-        try:
-            stats = admin.consume_stats(group)
-            tps, diff = int(stats.consume_tps), stats.diff_total
-        except Exception:  # a group a broker cannot describe is listed with zeros
-            tps, diff = 0, 0
-        conn = admin.consumer_connection(group)
-        count = len(conn.connections) if conn else 0
-        infos.append(
-            dict(
-                group=group,
-                count=count,
-                version=version_desc(min(c.version for c in conn.connections))
-                if conn and count
-                else "OFFLINE",
-                type=("PULL" if conn.consume_type == "CONSUME_ACTIVELY" else "PUSH")
-                if conn and count
-                else "",
-                model=conn.message_model if conn and count else "",
-                tps=tps,
-                diffTotal=diff,
-            )
-        )
-    # mqadmin's order: most members first, then most lag.
-    infos.sort(key=lambda i: (-i["count"], -i["diffTotal"]))
+    infos = group_rows(admin)
     if a.json:
         dump_json(infos)
         return
@@ -206,7 +176,7 @@ def _producer_connection(admin: Admin, a: argparse.Namespace) -> None:
 def _group_targets(admin: Admin, a: argparse.Namespace) -> list[str]:
     if a.brokerAddr:
         return [a.brokerAddr]
-    addrs = [addr for _, _, bid, addr in _brokers(admin, a.clusterName) if bid == 0]
+    addrs = [addr for _, _, bid, addr in brokers(admin, a.clusterName) if bid == 0]
     if not addrs:
         raise ClientError(f"cluster {a.clusterName!r} has no master")
     return addrs

@@ -1,0 +1,69 @@
+"""``rocketpy console``: a web console for a RocketMQ cluster (rocketpy or Apache RocketMQ
+4.x/5.x), in the spirit of rocketmq-dashboard — cluster, topics, consumer groups with lag,
+message search, dead-letter messages and live charts — over the same requests as
+``rocketpy admin``. Reads are free; every change asks for confirmation first. It binds
+127.0.0.1 unless told otherwise: it has no login of its own.
+
+Needs Flask and waitress (``pip install rocketpy-mq[console]``)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+__all__ = ["ConsoleServer", "create_app"]
+
+
+def create_app(namesrv: str) -> Any:
+    """The console's Flask application for the name server ``namesrv``."""
+    from rocketpy.console.web import create_app as make
+
+    return make(namesrv)
+
+
+class ConsoleServer:
+    """The console served by waitress on a background thread.
+
+    Args:
+        namesrv: the name server, ``host:port``.
+        host: interface to listen on (127.0.0.1 by default: the console has no login).
+        port: port (0 = a free one).
+    """
+
+    def __init__(self, namesrv: str, host: str = "127.0.0.1", port: int = 8080) -> None:
+        from waitress.server import create_server
+
+        self.app = create_app(namesrv)
+        self._server = create_server(self.app, host=host, port=port, threads=4)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """Where the console is."""
+        host, port = self._server.effective_host, self._server.effective_port
+        return f"http://{host}:{port}/"
+
+    def start(self) -> ConsoleServer:
+        """Serves on a daemon thread; returns self."""
+        self._thread = threading.Thread(
+            target=self._server.run, name="rocketpy-console", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serves on this thread until interrupted."""
+        self._server.run()
+
+    def stop(self) -> None:
+        """Stops serving and closes the console's cluster connections."""
+        self._server.close()
+        if self._thread is not None:
+            self._thread.join(5)
+        self.app.extensions["rocketpy_cluster"].close()
+
+    def __enter__(self) -> ConsoleServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,140 @@
+"""The console's Flask application: pages that read the cluster, JSON for the live charts, and
+one POST endpoint for changes, which answers a confirmation page first (see
+:mod:`rocketpy.console.actions`). Templates escape everything they show (message bodies and
+properties are data from producers)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from flask import Flask, abort, flash, jsonify, redirect, render_template, request
+
+from rocketpy.admin import Admin
+from rocketpy.console import actions, queries
+from rocketpy.console.actions import parse_time
+from rocketpy.errors import RocketpyError
+from rocketpy.producer import Producer
+
+T = TypeVar("T")
+
+
+class Cluster:
+    """The console's one connection to the cluster: an :class:`Admin` (used by one request at
+    a time) and a producer made on first use, for test messages and resends."""
+
+    def __init__(self, namesrv: str) -> None:
+        self.namesrv = namesrv
+        self.admin = Admin(namesrv)
+        self._lock = threading.Lock()
+        self._producer: Producer | None = None
+
+    def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Runs ``fn(admin, *args)`` under the lock."""
+        with self._lock:
+            return fn(self.admin, *args)
+
+    def producer(self) -> Producer:
+        if self._producer is None:
+            self._producer = Producer("rocketpy-console", self.namesrv)
+            self._producer.start()
+        return self._producer
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.shutdown()
+        self.admin.close()
+
+
+def create_app(namesrv: str) -> Flask:
+    """The console of the cluster whose name server is ``namesrv`` (``host:port``)."""
+    app = Flask(__name__)
+    app.secret_key = secrets.token_bytes(32)
+    token = secrets.token_urlsafe(24)
+    cluster = Cluster(namesrv)
+    app.extensions["rocketpy_cluster"] = cluster
+
+    @app.context_processor
+    def common() -> dict[str, Any]:
+        return {"namesrv": namesrv, "token": token, "nav": request.path.split("/")[1]}
+
+    @app.errorhandler(RocketpyError)
+    def cluster_error(e: RocketpyError) -> tuple[str, int]:
+        return render_template("error.html", error=str(e)), 502
+
+    @app.get("/")
+    def cluster_page() -> str:
+        return render_template("cluster.html", brokers=cluster.read(queries.cluster))
+
+    @app.get("/api/totals")
+    def totals() -> Any:
+        return jsonify(cluster.read(queries.totals))
+
+    @app.get("/topics")
+    def topics_page() -> str:
+        return render_template("topics.html", topics=cluster.read(queries.topics))
+
+    @app.get("/topics/<name>")
+    def topic_page(name: str) -> str:
+        t = cluster.read(queries.topic, name)
+        return render_template("topic.html", t=t, route=json.dumps(t["route"], indent=2))
+
+    @app.get("/groups")
+    def groups_page() -> str:
+        return render_template("groups.html", groups=cluster.read(queries.groups))
+
+    @app.get("/groups/<name>")
+    def group_page(name: str) -> str:
+        return render_template("group.html", g=cluster.read(queries.group, name))
+
+    @app.get("/api/groups/<name>/lag")
+    def group_lag(name: str) -> Any:
+        return jsonify(cluster.read(queries.lag, name))
+
+    @app.get("/messages")
+    def messages_page() -> str:
+        args = request.args
+        by = args.get("by", "key")
+        found: list[queries.Found] | None = None
+        if by == "key" and args.get("topic") and args.get("key"):
+            found = cluster.read(queries.by_key, args["topic"].strip(), args["key"].strip())
+        elif by == "id" and args.get("id"):
+            found = cluster.read(queries.by_id, args["id"])
+        elif by == "time" and args.get("topic") and args.get("begin"):
+            begin = parse_time(args["begin"])
+            end = parse_time(args["end"]) if args.get("end") else parse_time("now")
+            found = cluster.read(queries.by_time, args["topic"].strip(), begin, end)
+        return render_template("messages.html", by=by, args=args, found=found)
+
+    @app.get("/dlq")
+    def dlq_page() -> str:
+        group = (request.args.get("group") or "").strip()
+        groups = [g["group"] for g in cluster.read(queries.groups)]
+        found = cluster.read(queries.dlq, group) if group else None
+        return render_template("dlq.html", group=group, groups=groups, found=found)
+
+    @app.post("/actions/<name>")
+    def act(name: str) -> Any:
+        action = actions.ACTIONS.get(name)
+        if action is None:
+            abort(404)
+        form = request.form
+        if not secrets.compare_digest(form.get("token", ""), token):
+            abort(403)
+        try:
+            if form.get("confirmed") != "yes":
+                return render_template(
+                    "confirm.html", action=action, name=name, text=action.describe(form), form=form
+                )
+            ctx = actions.Context(cluster.admin, cluster.producer)
+            with cluster._lock:
+                done = action.perform(ctx, form)
+            flash(done, "ok")
+            return redirect(action.back(form))
+        except RocketpyError as e:
+            return render_template("error.html", error=str(e)), 400
+
+    return app

@@ -9,6 +9,7 @@ network namespace of its own, because that broker binds every interface (with
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -331,3 +332,78 @@ def test_offsets_across_restart_and_query_by_key(rust_cluster: RustCluster):
     with Admin(rust_cluster.namesrv) as admin:
         found = admin.query_message(topic, "order-3")
     assert [m.body for m in found] == [b"one-3"]
+
+
+def admin_cli(capsys: pytest.CaptureFixture[str], ns: str, *args: str) -> str:
+    """``rocketpy admin <args> -n ns``'s output."""
+    from rocketpy.mqadmin import main as mqadmin
+
+    capsys.readouterr()
+    mqadmin([args[0], "-n", ns, *args[1:]])
+    return capsys.readouterr().out
+
+
+@features("mqadmin commands (rocketpy admin)", clients=[SERVER])
+def test_rocketpy_admin_against_their_servers(
+    rust_cluster: RustCluster, capsys: pytest.CaptureFixture[str]
+):
+    """rocketpy's admin client against name server and broker code it did not write: the
+    topic, cluster, group and message commands give the state the clients made."""
+    ns, topic, group = rust_cluster.namesrv, "RpAdmin", "rp-admin-g"
+    out = admin_cli(
+        capsys, ns, "updateTopic", "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4"
+    )
+    assert "success" in out
+    assert topic in admin_cli(capsys, ns, "topicList").split()
+    route = json.loads(admin_cli(capsys, ns, "topicRoute", "-t", topic))
+    assert [b["brokerName"] for b in route["brokerDatas"]] == ["rust-broker"]
+    with Producer("rp-admin", rust_cluster.namesrv) as p:
+        for i in range(6):
+            p.send(Message(topic, f"admin-{i}".encode(), keys=f"adm-{i}"))
+    status = json.loads(admin_cli(capsys, ns, "topicStatus", "-t", topic, "--json"))
+    assert sum(q["maxOffset"] for q in status) == 6
+    brokers = json.loads(admin_cli(capsys, ns, "clusterList", "--json"))
+    assert [b["brokerName"] for b in brokers] == ["rust-broker"]
+    got = Collector()
+    c = consumer(rust_cluster, group, topic, got)
+    try:
+        got.wait_for(6, timeout=60)
+
+        def caught_up() -> bool:
+            progress = json.loads(admin_cli(capsys, ns, "consumerProgress", "-g", group, "--json"))
+            return progress["diffTotal"] == 0 and len(progress["queues"]) >= 4
+
+        assert wait_until(caught_up, timeout=30)
+        conn = admin_cli(capsys, ns, "consumerConnection", "-g", group)
+        assert "CLUSTERING" in conn and topic in conn
+    finally:
+        c.shutdown()
+    found = admin_cli(capsys, ns, "queryMsgByKey", "-t", topic, "-k", "adm-4")
+    assert len([line for line in found.splitlines() if line.strip() and line[0] != "#"]) == 1
+
+
+@features("web console pages (rocketpy console)", clients=[SERVER])
+def test_console_pages_against_their_servers(rust_cluster: RustCluster):
+    """The console's reads against their name server and broker (the browser test runs
+    against rocketpy's in `make test`): every page answers with what the clients made."""
+    import urllib.request
+
+    from rocketpy.console import ConsoleServer
+
+    topic = "RpConsole"
+    with Producer("rp-console", rust_cluster.namesrv) as p:
+        p.send(Message(topic, b"console body", keys="rp-console-key"))
+    with ConsoleServer(rust_cluster.namesrv, port=0) as console:
+
+        def get(path: str) -> str:
+            with urllib.request.urlopen(console.url + path, timeout=30) as r:
+                assert r.status == 200, path
+                return r.read().decode()
+
+        assert "rust-broker" in get("")
+        assert topic in get("topics")
+        assert "1 message(s) stored" in get(f"topics/{topic}")
+        found = get(f"messages?by=key&topic={topic}&key=rp-console-key")
+        assert "1 message(s) found" in found and "console body" in found
+        get("groups")
+        get("dlq")

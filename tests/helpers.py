@@ -46,6 +46,18 @@ def start_consumer(
     return c
 
 
+def dlq_size(namesrv: str, group: str) -> int:
+    """Messages in ``group``'s dead-letter queue on broker-a (0 while it does not exist)."""
+    from rocketpy.admin import Admin
+    from rocketpy.message import MessageQueue
+
+    with Admin(namesrv) as admin:
+        try:
+            return admin.max_offset(MessageQueue(f"%DLQ%{group}", "broker-a", 0))
+        except Exception:
+            return 0
+
+
 def wait_until(cond: Callable[[], bool], timeout: float = 30, interval: float = 0.05) -> bool:
     """Polls ``cond`` until true or the timeout passes."""
     deadline = time.monotonic() + timeout

@@ -18,11 +18,10 @@ from typing import Any
 
 import pytest
 
-from helpers import Collector, fast_config, wait_until
+from helpers import Collector, dlq_size, fast_config, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
 from rocketpy.admin import Admin
 from rocketpy.console import ConsoleServer
-from rocketpy.message import MessageQueue
 from rocketpy.server import DevServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,16 +70,11 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def consumer(ns: str, group: str, topic: str, listener: Any) -> PushConsumer:
-    c = PushConsumer(
-        group,
-        client_config=fast_config(ns),
-        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        max_reconsume_times=0,
-    )
-    c.subscribe(topic, "*")
-    c.register_listener(listener)
-    c.start()
-    return c
+    """A consumer from the first offset that sends a failed message straight to the DLQ."""
+    return start_consumer(
+        group, ns, topic, listener, "*", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        client_config=fast_config(ns), max_reconsume_times=0,
+    )  # fmt: skip
 
 
 def test_main_pages_load_without_errors_and_are_captured(dev, console, page) -> None:
@@ -190,16 +184,7 @@ def test_dead_letter_message_is_resent(dev, console, page) -> None:
     try:
         with Producer("console-dlq", client_config=fast_config(ns)) as p:
             p.send(Message(topic, b"poison", keys="poison-1"))
-        with Admin(ns) as admin:
-            dlq = MessageQueue(f"%DLQ%{group}", "broker-a", 0)
-
-            def in_dlq() -> bool:
-                try:
-                    return admin.max_offset(dlq) == 1
-                except Exception:
-                    return False
-
-            assert wait_until(in_dlq, timeout=30)
+        assert wait_until(lambda: dlq_size(ns, group) == 1, timeout=30)
     finally:
         c.shutdown()
     page.goto(console.url + f"dlq?group={group}")

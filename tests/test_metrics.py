@@ -11,11 +11,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from helpers import Collector, fast_config, wait_until
+from helpers import Collector, fast_config, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
 from rocketpy.server import DevServer
 
@@ -47,17 +48,12 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
         yield d
 
 
-def push_consumer(ns: str, group: str, topic: str, listener) -> PushConsumer:  # type: ignore[no-untyped-def]
-    c = PushConsumer(
-        group,
-        client_config=fast_config(ns),
-        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        max_reconsume_times=0,
-    )
-    c.subscribe(topic, "*")
-    c.register_listener(listener)
-    c.start()
-    return c
+def push_consumer(ns: str, group: str, topic: str, listener: Any) -> PushConsumer:
+    """A consumer from the first offset that sends a failed message straight to the DLQ."""
+    return start_consumer(
+        group, ns, topic, listener, "*", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        client_config=fast_config(ns), max_reconsume_times=0,
+    )  # fmt: skip
 
 
 def test_traffic_lag_and_connections_follow_the_clients(dev: DevServer) -> None:

@@ -117,27 +117,6 @@ async fn sample_stats(broker: Arc<BrokerInner>) {
     }
 }
 
-/// A registry whose metrics all carry RocketMQ 5.x's constant labels (`cluster`,
-/// `node_type`, `node_id`) and the `metricsLabel` pairs.
-fn metrics_registry(
-    cfg: &BrokerConfig,
-    exporter: &rocketpy_metrics::ExporterSettings,
-) -> prometheus_client::registry::Registry {
-    use std::borrow::Cow;
-    let mut labels: Vec<(Cow<'static, str>, Cow<'static, str>)> = vec![
-        ("cluster".into(), cfg.broker_cluster_name.clone().into()),
-        ("node_type".into(), "broker".into()),
-        ("node_id".into(), cfg.broker_name.clone().into()),
-    ];
-    labels.extend(
-        exporter
-            .constant_labels()
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into())),
-    );
-    prometheus_client::registry::Registry::with_labels(labels.into_iter())
-}
-
 /// A running broker.
 pub struct Broker {
     inner: Arc<BrokerInner>,
@@ -224,9 +203,14 @@ impl Broker {
         let bind = format!("{}:{}", broker_cfg.bind_address, broker_cfg.listen_port);
         let table_slot: Arc<std::sync::OnceLock<Arc<BrokerInner>>> = Arc::default();
         let exporter = broker_cfg.exporter();
-        let mut registry = exporter
-            .prometheus_enabled()
-            .then(|| metrics_registry(broker_cfg, &exporter));
+        // RocketMQ 5.x's constant labels of a broker.
+        let mut registry = exporter.prometheus_enabled().then(|| {
+            exporter.registry(vec![
+                ("cluster", broker_cfg.broker_cluster_name.clone()),
+                ("node_type", "broker".into()),
+                ("node_id", broker_cfg.broker_name.clone()),
+            ])
+        });
         let metrics = registry.as_mut().map(metrics::BrokerMetrics::register);
         let rpc = registry
             .as_mut()

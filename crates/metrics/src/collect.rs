@@ -2,7 +2,9 @@
 //! values already live in the server's state (queue offsets, connection tables, `/proc`), so
 //! nothing is counted twice on a hot path.
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeGaugeValue, EncodeLabelSet, EncodeMetric,
+};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
@@ -25,23 +27,12 @@ pub fn gauge_family<L: EncodeLabelSet>(
     Ok(())
 }
 
-/// Writes one unlabelled gauge.
-pub fn gauge(
+/// Writes one unlabelled gauge (integer or floating point).
+pub fn gauge<N: EncodeGaugeValue>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
-    value: i64,
-) -> Result<(), std::fmt::Error> {
-    let family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-    ConstGauge::new(value).encode(family)
-}
-
-/// Writes one unlabelled floating-point gauge.
-pub fn gauge_f64(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    value: f64,
+    value: N,
 ) -> Result<(), std::fmt::Error> {
     let family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
     ConstGauge::new(value).encode(family)

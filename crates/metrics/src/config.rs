@@ -101,6 +101,25 @@ impl ExporterSettings {
             .collect()
     }
 
+    /// A registry whose every metric carries `base` labels (the server's identity) and the
+    /// `metricsLabel` pairs.
+    pub fn registry(
+        &self,
+        base: Vec<(&'static str, String)>,
+    ) -> prometheus_client::registry::Registry {
+        use std::borrow::Cow;
+        let labels: Vec<(Cow<'static, str>, Cow<'static, str>)> = base
+            .into_iter()
+            .map(|(k, v)| (Cow::Borrowed(k), Cow::Owned(v)))
+            .chain(
+                self.constant_labels()
+                    .into_iter()
+                    .map(|(k, v)| (Cow::Owned(k), Cow::Owned(v))),
+            )
+            .collect();
+        prometheus_client::registry::Registry::with_labels(labels.into_iter())
+    }
+
     /// The address to listen on: the configured host, else `bind_host`.
     pub fn listen_addr(&self, bind_host: &str) -> String {
         let host = if self.host.trim().is_empty() {

@@ -6,7 +6,7 @@
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use crate::collect::{counter_f64, gauge, gauge_f64};
+use crate::collect::{counter_f64, gauge};
 
 /// Collects the process metrics of the calling process.
 #[derive(Debug, Default)]
@@ -96,7 +96,7 @@ impl Collector for ProcessCollector {
             "Virtual memory size in bytes",
             r.virtual_bytes,
         )?;
-        gauge_f64(
+        gauge(
             e,
             "process_start_time_seconds",
             "Start time of the process since the Unix epoch in seconds",

@@ -2,7 +2,6 @@
 //! size (`rocketmq_topic_number`, `rocketmq_broker_number`) and the process metrics, with the
 //! constant labels `node_type="namesrv"` and `metricsLabel`'s pairs.
 
-use std::borrow::Cow;
 use std::sync::{Arc, Weak};
 
 use prometheus_client::collector::Collector;
@@ -48,15 +47,7 @@ pub fn registry(
     routes: &Arc<RouteInfoManager>,
     table: &mut ProcessorTable,
 ) -> Registry {
-    let mut labels: Vec<(Cow<'static, str>, Cow<'static, str>)> =
-        vec![("node_type".into(), "namesrv".into())];
-    labels.extend(
-        exporter
-            .constant_labels()
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into())),
-    );
-    let mut registry = Registry::with_labels(labels.into_iter());
+    let mut registry = exporter.registry(vec![("node_type", "namesrv".into())]);
     table.observe(Arc::new(RpcMetrics::register(&mut registry)));
     registry.register_collector(Box::new(RoutesCollector {
         routes: Arc::downgrade(routes),

@@ -168,27 +168,30 @@ impl ProcessorTable {
     }
 }
 
-/// What an observer is told about a response (or its absence).
-fn record(
-    request: &RemotingCommand,
-    response: Option<&RemotingCommand>,
-    ok: bool,
-    held: bool,
+/// A request being timed: what its record needs of it, so a held answer does not keep the
+/// request (and its body) alive until it is sent.
+struct Timing {
+    request_code: i32,
+    oneway: bool,
     started: std::time::Instant,
-) -> RequestRecord {
-    let outcome = if request.is_oneway() {
-        RequestOutcome::Oneway
-    } else if ok {
-        RequestOutcome::Success
-    } else {
-        RequestOutcome::Failed
-    };
-    RequestRecord {
-        request_code: request.code,
-        response_code: response.map_or(0, |r| r.code),
-        held,
-        outcome,
-        elapsed: started.elapsed(),
+}
+
+impl Timing {
+    fn record(&self, response: Option<&RemotingCommand>, ok: bool, held: bool) -> RequestRecord {
+        let outcome = if self.oneway {
+            RequestOutcome::Oneway
+        } else if ok {
+            RequestOutcome::Success
+        } else {
+            RequestOutcome::Failed
+        };
+        RequestRecord {
+            request_code: self.request_code,
+            response_code: response.map_or(0, |r| r.code),
+            held,
+            outcome,
+            elapsed: self.started.elapsed(),
+        }
     }
 }
 
@@ -197,17 +200,22 @@ impl RequestHandler for ProcessorTable {
         let Some(observer) = &self.observer else {
             return self.dispatch(conn, &request).0;
         };
-        let started = std::time::Instant::now();
+        let timing = Timing {
+            request_code: request.code,
+            oneway: request.is_oneway(),
+            started: std::time::Instant::now(),
+        };
         match self.dispatch(conn, &request) {
             (Reply::Now(response), ok) => {
-                observer.observe(record(&request, response.as_ref(), ok, false, started));
+                observer.observe(timing.record(response.as_ref(), ok, false));
                 Reply::Now(response)
             }
             (Reply::Later(future), ok) => {
+                drop(request);
                 let observer = observer.clone();
                 Reply::Later(Box::pin(async move {
                     let response = future.await;
-                    observer.observe(record(&request, response.as_ref(), ok, true, started));
+                    observer.observe(timing.record(response.as_ref(), ok, true));
                     response
                 }))
             }

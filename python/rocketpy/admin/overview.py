@@ -11,7 +11,7 @@ from rocketpy.admin.client import Admin
 from rocketpy.admin.types import version_desc
 from rocketpy.protocol import RETRY_GROUP_TOPIC_PREFIX
 
-__all__ = ["broker_rows", "brokers", "first_figure", "group_rows"]
+__all__ = ["broker_rows", "brokers", "first_figure", "group_names", "group_rows"]
 
 
 def first_figure(text: str) -> float:
@@ -67,15 +67,18 @@ def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str, Any]
     return rows
 
 
+def group_names(admin: Admin) -> list[str]:
+    """Every consumer group that has consumed (each has a retry topic), sorted; one request."""
+    prefix = RETRY_GROUP_TOPIC_PREFIX
+    return sorted(t[len(prefix) :] for t in admin.topic_list() if t.startswith(prefix))
+
+
 def group_rows(admin: Admin) -> list[dict[str, Any]]:
     """consumerProgress's group table: every group with a retry topic, its online members,
     their oldest version, consume type and model, TPS and total lag; most members first,
     then most lag (mqadmin's order)."""
     infos: list[dict[str, Any]] = []
-    for topic in admin.topic_list():
-        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            continue
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+    for group in group_names(admin):
         try:
             stats = admin.consume_stats(group)
             tps, diff = int(stats.consume_tps), stats.diff_total

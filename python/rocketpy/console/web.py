@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from flask import Flask, abort, flash, jsonify, redirect, render_template, request
 
 from rocketpy.admin import Admin
+from rocketpy.admin.overview import group_names
 from rocketpy.console import actions, queries
 from rocketpy.console.actions import parse_time
 from rocketpy.errors import RocketpyError
@@ -32,8 +33,8 @@ class Cluster:
         self._lock = threading.Lock()
         self._producer: Producer | None = None
 
-    def read(self, fn: Callable[..., T], *args: Any) -> T:
-        """Runs ``fn(admin, *args)`` under the lock."""
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Runs ``fn(admin, *args)`` under the lock: one request at a time on the Admin."""
         with self._lock:
             return fn(self.admin, *args)
 
@@ -67,32 +68,32 @@ def create_app(namesrv: str) -> Flask:
 
     @app.get("/")
     def cluster_page() -> str:
-        return render_template("cluster.html", brokers=cluster.read(queries.cluster))
+        return render_template("cluster.html", brokers=cluster.call(queries.cluster))
 
     @app.get("/api/totals")
     def totals() -> Any:
-        return jsonify(cluster.read(queries.totals))
+        return jsonify(cluster.call(queries.totals))
 
     @app.get("/topics")
     def topics_page() -> str:
-        return render_template("topics.html", topics=cluster.read(queries.topics))
+        return render_template("topics.html", topics=cluster.call(queries.topics))
 
     @app.get("/topics/<name>")
     def topic_page(name: str) -> str:
-        t = cluster.read(queries.topic, name)
+        t = cluster.call(queries.topic, name)
         return render_template("topic.html", t=t, route=json.dumps(t["route"], indent=2))
 
     @app.get("/groups")
     def groups_page() -> str:
-        return render_template("groups.html", groups=cluster.read(queries.groups))
+        return render_template("groups.html", groups=cluster.call(queries.groups))
 
     @app.get("/groups/<name>")
     def group_page(name: str) -> str:
-        return render_template("group.html", g=cluster.read(queries.group, name))
+        return render_template("group.html", g=cluster.call(queries.group, name))
 
     @app.get("/api/groups/<name>/lag")
     def group_lag(name: str) -> Any:
-        return jsonify(cluster.read(queries.lag, name))
+        return jsonify(cluster.call(queries.lag, name))
 
     @app.get("/messages")
     def messages_page() -> str:
@@ -100,20 +101,20 @@ def create_app(namesrv: str) -> Flask:
         by = args.get("by", "key")
         found: list[queries.Found] | None = None
         if by == "key" and args.get("topic") and args.get("key"):
-            found = cluster.read(queries.by_key, args["topic"].strip(), args["key"].strip())
+            found = cluster.call(queries.by_key, args["topic"].strip(), args["key"].strip())
         elif by == "id" and args.get("id"):
-            found = cluster.read(queries.by_id, args["id"])
+            found = cluster.call(queries.by_id, args["id"])
         elif by == "time" and args.get("topic") and args.get("begin"):
             begin = parse_time(args["begin"])
             end = parse_time(args["end"]) if args.get("end") else parse_time("now")
-            found = cluster.read(queries.by_time, args["topic"].strip(), begin, end)
+            found = cluster.call(queries.by_time, args["topic"].strip(), begin, end)
         return render_template("messages.html", by=by, args=args, found=found)
 
     @app.get("/dlq")
     def dlq_page() -> str:
         group = (request.args.get("group") or "").strip()
-        groups = [g["group"] for g in cluster.read(queries.groups)]
-        found = cluster.read(queries.dlq, group) if group else None
+        groups = cluster.call(group_names)
+        found = cluster.call(queries.dlq, group) if group else None
         return render_template("dlq.html", group=group, groups=groups, found=found)
 
     @app.post("/actions/<name>")
@@ -130,8 +131,7 @@ def create_app(namesrv: str) -> Flask:
                     "confirm.html", action=action, name=name, text=action.describe(form), form=form
                 )
             ctx = actions.Context(cluster.admin, cluster.producer)
-            with cluster._lock:
-                done = action.perform(ctx, form)
+            done = cluster.call(lambda _admin: action.perform(ctx, form))
             flash(done, "ok")
             return redirect(action.back(form))
         except RocketpyError as e:

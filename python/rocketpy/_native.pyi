@@ -52,6 +52,55 @@ class RemotingResponse:
     def body(self) -> bytes: ...
     def decode_messages(self, broker_name: str | None = None) -> list[MessageExt]: ...
 
+class UniqueIds:
+    """Message ids in ``MessageClientIDSetter``'s layout: ``prefix`` (20 hex digits), ms
+    since the month's start, counter; ``roll(now_ms)`` gives the month's bounds."""
+
+    def __init__(self, prefix: str, roll: Callable[[int], tuple[int, int]]) -> None: ...
+    def next(self) -> str: ...
+
+class SendAccumulator:
+    """A producer's auto-batching: messages gather per lane (broker address, topic, queue)
+    and each lane's leave in order, one request at a time. ``on_done(addr, topic,
+    broker_name, queue_id, elapsed_s, response, error, items)`` runs on the callback thread
+    once per request and returns None (it ended the items) or ``(status, queue, region,
+    msg_ids, first_offset)``, with which every item ``(future, callback, uniq, message,
+    fixed)`` gets its ``result_type`` natively."""
+
+    def __init__(
+        self,
+        client: RemotingClient,
+        group: str,
+        default_topic: str,
+        default_topic_queue_nums: int,
+        on_done: Callable[..., Any],
+        result_type: type,
+        unique_ids: UniqueIds,
+        compress_over: int,
+        max_bytes: int = 32768,
+        max_delay_ms: int = 0,
+        total_max_bytes: int = 33554432,
+        timeout_ms: int = 3000,
+    ) -> None: ...
+    def lane(self, addr: str, broker_name: str, topic: str, queue_id: int) -> int:
+        """The number of the lane to this queue at this address (stable)."""
+    def add(
+        self,
+        lane: int,
+        message: Any,
+        future: Any,
+        callback: Any,
+        fixed: bool,
+        timeout_ms: int = 3000,
+    ) -> str | None:
+        """None when added; "" when the message cannot be batched (send it alone); else
+        why it was refused (full for ``timeout_ms``, or closed)."""
+    def flush(self, timeout_ms: int) -> bool:
+        """Sends what gathers and waits until every message was answered."""
+    def close(self) -> None: ...
+    @property
+    def held_bytes(self) -> int: ...
+
 class RemotingClient:
     """Connection-pooling client of the RocketMQ remoting protocol; waits release the GIL."""
 

@@ -4,15 +4,14 @@ bodies."""
 from __future__ import annotations
 
 import datetime as _dt
-import itertools
 import json
 import os
 import socket
-import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
-from rocketpy._native import CorruptDataError, RocketpyError, fastjson_to_json
+from rocketpy._native import CorruptDataError, RocketpyError, UniqueIds, fastjson_to_json
 
 _local_ip: str | None = None
 
@@ -38,10 +37,35 @@ def now_millis() -> int:
     return time.time_ns() // 1_000_000
 
 
+_pid = os.getpid()
+
+
+def _forked_child() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked_child)
+
+
+def current_pid() -> int:
+    """This process's id, without a system call per look-up (updated in a forked child)."""
+    return _pid
+
+
+def _month_bounds(now_ms: int) -> tuple[int, int]:
+    """Start of the local month holding ``now_ms`` and of the next one, in ms."""
+    today = _dt.datetime.fromtimestamp(now_ms / 1000)
+    start = today.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    month = start.month % 12 + 1
+    nxt = start.replace(year=start.year + (start.month == 12), month=month)
+    return int(start.timestamp() * 1000), int(nxt.timestamp() * 1000)
+
+
 class UniqueIdGenerator:
     """Message ids in the layout of RocketMQ's ``MessageClientIDSetter`` (32 hex digits):
     ip (4 bytes) | pid (2) | instance hash (4) | ms since the start of the month (4) |
-    counter (2)."""
+    counter (2). Made natively (see ``rocketpy._native.UniqueIds``)."""
 
     def __init__(self) -> None:
         ip = bytes(int(p) for p in local_ip().split("."))
@@ -50,30 +74,10 @@ class UniqueIdGenerator:
             + (os.getpid() & 0xFFFF).to_bytes(2, "big")
             + (id(self) & 0xFFFFFFFF).to_bytes(4, "big")
         )
-        self._prefix = prefix.hex().upper()
-        self._counter = itertools.count()
-        self._lock = threading.Lock()
-        self._month_start = 0
-        self._next_month = 0
-
-    def _roll_month(self, now_ms: int) -> None:
-        today = _dt.datetime.fromtimestamp(now_ms / 1000)
-        start = today.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-        month = start.month % 12 + 1
-        nxt = start.replace(year=start.year + (start.month == 12), month=month)
-        self._month_start = int(start.timestamp() * 1000)
-        self._next_month = int(nxt.timestamp() * 1000)
-
-    def next(self) -> str:
-        """A new id."""
-        now = now_millis()
-        if now >= self._next_month:
-            with self._lock:
-                if now >= self._next_month:
-                    self._roll_month(now)
-        diff = (now - self._month_start) & 0xFFFFFFFF
-        count = next(self._counter) & 0xFFFF
-        return f"{self._prefix}{diff:08X}{count:04X}"
+        #: The native generator (auto-batching takes ids from it directly).
+        self.native = UniqueIds(prefix.hex().upper(), _month_bounds)
+        #: A new id (the native method itself: no Python frame per id).
+        self.next: Callable[[], str] = self.native.next
 
 
 unique_ids = UniqueIdGenerator()

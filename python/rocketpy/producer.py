@@ -4,6 +4,7 @@ broker, and can avoid slow brokers (send latency fault tolerance)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import random
@@ -14,7 +15,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from rocketpy._native import RemotingResponse, encode_batch, encode_properties, java_string_hash
+from rocketpy._future import SendFuture
+from rocketpy._native import (
+    RemotingResponse,
+    SendAccumulator,
+    encode_batch,
+    encode_properties,
+    java_string_hash,
+)
 from rocketpy._util import now_millis, unique_ids
 from rocketpy.client.fault import LatencyFaultTolerance
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
@@ -55,6 +63,26 @@ MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, object], Messa
 
 #: ``callback(result, error)``: exactly one is set.
 SendCallback = Callable[[SendResult | None, BaseException | None], None]
+
+#: An auto-batched message of a failed request: future, callback, id, message, and whether
+#: the caller chose its queue.
+_Batched = tuple["SendFuture[SendResult]", SendCallback | None, str, Message, bool]
+
+
+def _complete(
+    future: SendFuture[SendResult],
+    callback: SendCallback | None,
+    result: SendResult | None,
+    error: BaseException | None,
+) -> None:
+    """Ends one asynchronous send: the future, then the callback (on the callback thread).
+    A future the caller cancelled stays cancelled; the callback still learns the outcome."""
+    future._finish(result, error)
+    if callback is not None:
+        try:
+            callback(result, error)
+        except Exception:
+            log.exception("a send callback raised")
 
 
 def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, arg: object) -> MessageQueue:
@@ -101,6 +129,17 @@ class Producer:
         max_message_size: largest body (and largest batch) accepted.
         default_topic_queue_nums: queues of a topic auto-created by a first send.
         instance_name: see :class:`rocketpy.client.instance.ClientConfig`.
+        auto_batch: let :meth:`send_async` gather messages per queue and send each queue's
+            as one request (RocketMQ 5.x ``autoBatch``): messages that arrive while a
+            request to their queue is in flight leave together with the next one, in order.
+            Each still gets its own result, id, queue offset, future and callback.
+            Messages that are compressed, delayed, or sent with ``timeout_ms`` go alone.
+        batch_max_delay_ms: how long a message may wait for company when its queue has
+            nothing in flight (``batchMaxDelayMs``); 0 sends it at once.
+        batch_max_bytes: the largest request auto-batching builds (``batchMaxBytes``).
+        total_batch_max_bytes: bytes of unanswered auto-batched messages after which
+            :meth:`send_async` waits (``totalBatchMaxBytes``): the back-pressure that keeps a
+            producer faster than its brokers from holding unbounded memory.
 
     Example::
 
@@ -124,6 +163,10 @@ class Producer:
         default_topic_queue_nums: int = 4,
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
+        auto_batch: bool = True,
+        batch_max_delay_ms: int = 0,
+        batch_max_bytes: int = 32 * 1024,
+        total_batch_max_bytes: int = 32 * 1024 * 1024,
     ) -> None:
         check_group(group)
         self.group = group
@@ -134,6 +177,14 @@ class Producer:
         self.compress_msg_body_over_howmuch = compress_msg_body_over_howmuch
         self.max_message_size = max_message_size
         self.default_topic_queue_nums = default_topic_queue_nums
+        self.auto_batch = auto_batch
+        self.batch_max_delay_ms = batch_max_delay_ms
+        self.batch_max_bytes = batch_max_bytes
+        self.total_batch_max_bytes = total_batch_max_bytes
+        self._accumulator: SendAccumulator | None = None
+        #: Per topic, its write queues with their master's address (auto-batching's
+        #: round-robin without a route look-up per message); dropped when the route changes.
+        self._lanes: dict[str, list[int]] = {}
         self._config = client_config or ClientConfig(namesrv_addr, instance_name=instance_name)
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
@@ -154,10 +205,30 @@ class Producer:
             inst.release()
             raise
         self._instance = inst
+        if self.auto_batch:
+            self._accumulator = SendAccumulator(
+                inst.remoting,
+                self.group,
+                AUTO_CREATE_TOPIC_KEY,
+                self.default_topic_queue_nums,
+                self._batch_done,
+                SendResult,
+                unique_ids.native,
+                min(self.compress_msg_body_over_howmuch, self.max_message_size),
+                max_bytes=self.batch_max_bytes,
+                max_delay_ms=self.batch_max_delay_ms,
+                total_max_bytes=self.total_batch_max_bytes,
+                timeout_ms=self.send_timeout_ms,
+            )
 
     def shutdown(self) -> None:
         """Unregisters from the brokers and releases the connections (in a child process
         after ``os.fork()``, only forgets them: they belong to the parent)."""
+        acc, self._accumulator = self._accumulator, None
+        if acc is not None:
+            # What was accepted goes out (and is answered) before the connections close.
+            acc.close()
+            acc.flush(self.send_timeout_ms)
         inst, self._instance = self._instance, None
         if inst is not None and not inst.forked():
             inst.unregister_producer(self.group)
@@ -181,6 +252,7 @@ class Producer:
         """Takes a refreshed route."""
         with self._lock:
             self._publish[topic] = info
+            self._lanes.pop(topic, None)
 
     # -- routes and queues ---------------------------------------------------------------------
 
@@ -254,7 +326,9 @@ class Producer:
 
     def _note_latency(self, mq: MessageQueue, started: float, failed: bool, count: int = 1) -> None:
         """One send attempt ended: fault avoidance and the client metrics learn of it."""
-        elapsed = time.monotonic() - started
+        self._note_elapsed(mq, time.monotonic() - started, failed, count)
+
+    def _note_elapsed(self, mq: MessageQueue, elapsed: float, failed: bool, count: int) -> None:
         if self.send_latency_fault_enable:
             self._faults.update(mq.broker_name, elapsed * 1000, failed)
         inst = self._instance
@@ -263,11 +337,11 @@ class Producer:
 
     # -- preparing messages --------------------------------------------------------------------
 
-    def _prepare(self, msg: Message) -> _Prepared:
+    def _prepare(self, msg: Message, uniq: str | None = None) -> _Prepared:
         check_topic(msg.topic)
         check_body(msg.body, self.max_message_size)
         props = dict(msg.properties)
-        uniq = props.get(Property.UNIQ_KEY) or unique_ids.next()
+        uniq = uniq or props.get(Property.UNIQ_KEY) or unique_ids.next()
         props[Property.UNIQ_KEY] = uniq
         body = msg.body
         sys_flag = 0
@@ -484,11 +558,141 @@ class Producer:
         """Sends without waiting: returns a future of the :class:`SendResult`, and calls
         ``callback(result, error)`` when done. Failures are retried on other brokers up to
         ``retry_times_when_send_async_failed`` times. Callbacks run on rocketpy's callback
-        thread: keep them short."""
+        thread: keep them short. With ``auto_batch`` (the default) messages to one queue
+        may share a request; their callbacks still run in the order they were sent.
+
+        Raises:
+            ClientError: invalid message, no route, or (auto-batching) the producer held
+                ``total_batch_max_bytes`` of unanswered messages for ``send_timeout_ms``.
+        """
+        acc = self._accumulator
+        if acc is not None and timeout_ms is None:
+            # The hot path of auto-batching: a cached lane, the rest is native.
+            if queue is None and selector is None and not self.send_latency_fault_enable:
+                lanes = self._lanes.get(msg.topic)
+                if lanes is None:
+                    lanes = self._lanes_of(acc, msg.topic)
+                if lanes:
+                    # _add's work, inlined: this is every message's path.
+                    future: SendFuture[SendResult] = SendFuture()
+                    lane = lanes[next(self._index) % len(lanes)]
+                    refused = acc.add(lane, msg, future, callback, False, self.send_timeout_ms)
+                    if refused is None:
+                        return future
+                    self._refused(msg, refused)
+            elif self._batchable_topic(msg.topic):
+                # A queue the caller chose (no retry elsewhere), or fault avoidance's pick.
+                chosen = self._choose(_Prepared(msg.topic, {}, b"", ""), queue, selector, arg, msg)
+                mq = chosen or self._select_queue(self.publish_info(msg.topic), None)
+                addr = self._client().master_addr(mq.broker_name)
+                if addr is not None:
+                    lane = acc.lane(addr, mq.broker_name, mq.topic, mq.queue_id)
+                    future = SendFuture()
+                    refused = acc.add(
+                        lane, msg, future, callback, chosen is not None, self.send_timeout_ms
+                    )
+                    if refused is None:
+                        return future
+                    self._refused(msg, refused)
+                # Sent alone (an unknown broker fails through the future, as always).
+                return self._send_async(self._prepare(msg), chosen, callback, timeout_ms)
         prepared = self._prepare(msg)
         return self._send_async(
             prepared, self._choose(prepared, queue, selector, arg, msg), callback, timeout_ms
         )
+
+    def _refused(self, msg: Message, refused: str) -> None:
+        """The accumulator did not take ``msg``: raise why, or return to send it alone
+        (``refused`` empty: compressed, delayed or empty)."""
+        if refused:
+            raise ClientError(f"async send to {msg.topic!r} refused: {refused}")
+
+    def _batchable_topic(self, topic: str) -> bool:
+        """Whether messages of ``topic`` may be batched (raises if the name is invalid):
+        not a retry topic, which batch requests do not take."""
+        check_topic(topic)
+        return not topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+    def _lanes_of(self, acc: SendAccumulator, topic: str) -> list[int]:
+        """The lanes of ``topic``'s write queues (cached until the route changes); empty
+        when its messages cannot be batched."""
+        if not self._batchable_topic(topic):
+            return []
+        info = self.publish_info(topic)
+        inst = self._client()
+        lanes = [
+            acc.lane(a, mq.broker_name, topic, mq.queue_id)
+            for mq in info.queues
+            if (a := inst.master_addr(mq.broker_name))
+        ]
+        if not lanes:
+            # No cached address: look it up (and raise if there is none).
+            mq = info.queues[0]
+            lanes = [acc.lane(self._addr(mq), mq.broker_name, topic, mq.queue_id)]
+        elif not info.from_template:
+            with self._lock:
+                self._lanes[topic] = lanes
+        return lanes
+
+    def _batch_done(
+        self,
+        addr: str,
+        topic: str,
+        broker_name: str,
+        queue_id: int,
+        elapsed: float,
+        resp: RemotingResponse | None,
+        err: BaseException | None,
+        count: int,
+    ) -> tuple[SendStatus, MessageQueue, str, str, int] | Callable[[list[_Batched]], None]:
+        """One auto-batched request of ``count`` messages ended (on the callback thread).
+        On success, returns what its messages' results share — ``(status, queue, region,
+        msg ids, first offset)`` — and the accumulator completes each message natively;
+        otherwise returns the function that retries or fails them."""
+        mq = MessageQueue(topic, broker_name, queue_id)
+        status = _STATUS.get(resp.code) if resp is not None else None
+        self._note_elapsed(mq, elapsed, status is None, count)
+        if resp is not None and status is not None:
+            h = resp.header
+            if h.queue_id is not None and h.queue_id != queue_id:
+                mq = MessageQueue(topic, broker_name, h.queue_id)
+            first = h.queue_offset
+            return (
+                status,
+                mq,
+                h.msg_region or "DefaultRegion",
+                h.msg_id or "",
+                -1 if first is None else first,
+            )
+        with self._lock:
+            self._lanes.pop(topic, None)
+        error: BaseException
+        if resp is not None:
+            error = BrokerResponseError(resp.code, resp.remark, addr)
+            retry = resp.code in _RETRY_CODES
+        else:
+            error = err if err is not None else ClientError("no answer")
+            retry = isinstance(error, RemotingError)
+        return functools.partial(self._batch_failed, broker_name, error, retry)
+
+    def _batch_failed(
+        self, broker_name: str, error: BaseException, retry: bool, items: list[_Batched]
+    ) -> None:
+        """Each message of a failed auto-batched request is retried alone on another broker
+        (when the failure allows it and its queue was not chosen by the caller), or fails."""
+        attempts = max(0, self.retry_times_when_send_async_failed)
+        for future, callback, uniq, msg, fixed in items:
+            if retry and not fixed and attempts > 0 and self._instance is not None:
+                try:
+                    prepared = self._prepare(msg, uniq)
+                    self._attempt_async(
+                        prepared, None, future, callback, None, 1, broker_name, [str(error)]
+                    )
+                    continue
+                except RocketpyError as e:
+                    _complete(future, callback, None, e)
+                    continue
+            _complete(future, callback, None, error)
 
     def send_batch_async(
         self,
@@ -506,11 +710,23 @@ class Producer:
         callback: SendCallback | None,
         timeout_ms: int | None,
     ) -> Future[SendResult]:
-        future: Future[SendResult] = Future()
-        if callback is not None:
-            future.add_done_callback(
-                lambda f: callback(None if f.exception() else f.result(), f.exception())
-            )
+        future: SendFuture[SendResult] = SendFuture()
+        self._attempt_async(prepared, fixed, future, callback, timeout_ms, 0, None, [])
+        return future
+
+    def _attempt_async(
+        self,
+        prepared: _Prepared,
+        fixed: MessageQueue | None,
+        future: SendFuture[SendResult],
+        callback: SendCallback | None,
+        timeout_ms: int | None,
+        first: int,
+        first_broker: str | None,
+        first_errors: list[str],
+    ) -> None:
+        """Sends ``prepared`` alone, from attempt number ``first`` on, retrying on other
+        brokers; ends ``future`` and ``callback``."""
         timeout = timeout_ms if timeout_ms is not None else self.send_timeout_ms
         deadline = now_millis() + timeout
         attempts = 1 if fixed is not None else 1 + max(0, self.retry_times_when_send_async_failed)
@@ -519,15 +735,16 @@ class Producer:
         def attempt(n: int, last_broker: str | None, errors: list[str]) -> None:
             left = deadline - now_millis()
             if left <= 0 or n >= attempts:
-                future.set_exception(
-                    ClientError(f"async send to {prepared.topic!r} failed: {errors or 'timed out'}")
+                error = ClientError(
+                    f"async send to {prepared.topic!r} failed: {errors or 'timed out'}"
                 )
+                _complete(future, callback, None, error)
                 return
             mq = fixed if fixed is not None else self._select_queue(info, last_broker)  # type: ignore[arg-type]
             try:
                 addr = self._addr(mq)
             except RocketpyError as e:
-                future.set_exception(e)
+                _complete(future, callback, None, e)
                 return
             started = time.monotonic()
 
@@ -540,10 +757,10 @@ class Producer:
                         if e.code in _RETRY_CODES:
                             attempt(n + 1, mq.broker_name, [*errors, str(e)])
                         else:
-                            future.set_exception(e)
+                            _complete(future, callback, None, e)
                         return
                     self._note_latency(mq, started, False, prepared.count)
-                    future.set_result(result)
+                    _complete(future, callback, result, None)
                     return
                 self._note_latency(mq, started, True, prepared.count)
                 attempt(n + 1, mq.broker_name, [*errors, str(err)])
@@ -553,8 +770,7 @@ class Producer:
                 addr, prepared.code, header, prepared.body, max(1, left), done
             )
 
-        attempt(0, None, [])
-        return future
+        attempt(first, first_broker, first_errors)
 
     # -- oneway --------------------------------------------------------------------------------
 

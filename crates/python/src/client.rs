@@ -38,7 +38,7 @@ pub struct RemotingResponse {
 }
 
 impl RemotingResponse {
-    fn new(request_code: i32, cmd: RemotingCommand) -> Self {
+    pub(crate) fn new(request_code: i32, cmd: RemotingCommand) -> Self {
         RemotingResponse {
             request_code,
             code: cmd.code,
@@ -146,6 +146,13 @@ fn build(
 pub struct RemotingClient {
     inner: NativeClient,
     owner: Owner,
+}
+
+impl RemotingClient {
+    /// The native client (clones share its connections).
+    pub(crate) fn native(&self) -> NativeClient {
+        self.inner.clone()
+    }
 }
 
 #[pymethods]

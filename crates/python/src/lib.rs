@@ -1,6 +1,7 @@
 //! `rocketpy._native`: the thin PyO3 layer over the Rust crates. Public Python API lives in
 //! `python/rocketpy/`; everything here is small and internal.
 
+mod batcher;
 mod buffer;
 mod callbacks;
 mod client;
@@ -16,8 +17,10 @@ mod process;
 mod protocol;
 mod pull_range;
 mod runtime;
+mod send_results;
 mod server;
 mod store;
+mod unique_id;
 
 use pyo3::prelude::*;
 
@@ -35,6 +38,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     protocol::register(m)?;
     m.add_class::<client::RemotingClient>()?;
     m.add_class::<client::RemotingResponse>()?;
+    m.add_class::<batcher::SendAccumulator>()?;
+    m.add_class::<unique_id::UniqueIds>()?;
     m.add_class::<header::Header>()?;
     m.add_class::<message::MessageExt>()?;
     m.add_class::<buffer::BytesView>()?;

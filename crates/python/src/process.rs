@@ -28,9 +28,29 @@ pub fn exiting() -> bool {
     EXITING.load(Ordering::SeqCst)
 }
 
+/// This process's id, 0 until read. getpid() is a system call (glibc stopped caching it) and
+/// every call from Python checks it, so it is read once per process: a fork handler clears it
+/// in the child.
+static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn forget_pid_in_child() {
+    PID.store(0, Ordering::SeqCst);
+}
+
 /// The process id.
 pub fn pid() -> u32 {
-    std::process::id()
+    let cached = PID.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    static HANDLER: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a handler that only stores to an atomic (async-signal-safe).
+    HANDLER.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(forget_pid_in_child));
+    });
+    let pid = std::process::id();
+    PID.store(pid, Ordering::Relaxed);
+    pid
 }
 
 /// Whether this is the process's main thread (its thread id is the process id), the only

@@ -4,6 +4,7 @@
 //! - [`connection`], [`server`], [`client`]: connections, a listening server, a pooling client.
 //! - [`processor`]: dispatch of requests to processors by request code.
 
+pub mod batch;
 pub mod client;
 pub mod connection;
 pub mod error;
@@ -11,6 +12,7 @@ pub mod memory;
 pub mod processor;
 pub mod server;
 
+pub use batch::{Accumulator, AddError, BatchSettings, BatchSink};
 pub use client::{ClientConfig, RemotingClient};
 pub use connection::{BoxFuture, Connection, Reply, RequestHandler};
 pub use error::{RemotingError, Result};

@@ -3,7 +3,7 @@
 Each thread sends new :class:`~rocketpy.Message` objects of ``size`` bytes (optionally with
 tags and a unique key each), synchronously or with up to ``window`` asynchronous requests in
 flight, one by one or ``batch`` per request. Latency is per request: for batches, the time of
-the whole batch. ``--transaction`` runs synchronous sends twice in one run, plain and then as
+the whole batch; asynchronous single sends time one message in 16 (``_SAMPLE_EVERY``). ``--transaction`` runs synchronous sends twice in one run, plain and then as
 transactional messages (half message, local transaction that commits at once,
 END_TRANSACTION), and prints the ratio of their rates.
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from rocketpy.bench.runner import add_common_arguments, print_json, report_until, settings
 from rocketpy.bench.stats import Report, Stats
@@ -22,6 +23,11 @@ from rocketpy.errors import RocketpyError
 from rocketpy.message import Message, SendResult
 from rocketpy.producer import Producer, SendCallback
 from rocketpy.transaction import LocalTransactionState, TransactionProducer
+
+#: Asynchronous single sends time one message in this many (the others are only counted):
+#: a timing closure per message would cost the benchmark more than the send. Percentiles
+#: come from that systematic sample; counts include every message.
+_SAMPLE_EVERY = 16
 
 
 @dataclass
@@ -39,6 +45,11 @@ class ProducerBench:
     use_async: bool = False
     window: int = 256
     transaction: bool = False
+    auto_batch: bool = True
+    batch_max_delay_ms: int = 0
+    #: Compare single sends with explicit batches of this many, in alternating rounds.
+    compare_batch: int = 0
+    rounds: int = 3
     count: int | None = None
     duration: float | None = None
     interval: float = 1.0
@@ -63,10 +74,18 @@ class _Worker:
         self.index = index
         self.body = bytes([ord("a") + index % 26]) * bench.size
         self.seq = 0
-        self.window = threading.BoundedSemaphore(max(1, bench.window))
+        # The async window counts send_async calls: sent is written by this worker only, answered by
+        # rocketpy's callback thread only (every send callback runs there), so plain ints are
+        # exact; a semaphore per message would cost more than the send.
+        self.sent = 0
+        self.answered = 0
+        #: Untimed messages answered and not yet recorded (callback thread only).
+        self.untimed = 0
 
     def messages(self, n: int) -> list[Message]:
         b = self.bench
+        if n == 1 and not b.keys and not b.tags:
+            return [Message(b.topic, self.body)]
         out = []
         for _ in range(n):
             self.seq += 1
@@ -75,6 +94,41 @@ class _Worker:
         return out
 
     def run(self, quota: int | None) -> None:
+        b = self.bench
+        if b.use_async and b.batch <= 1 and not b.keys and not b.tags:
+            self.run_single_async(quota)
+        else:
+            self.run_any(quota)
+        if b.use_async:
+            # Wait for the answers still in flight.
+            deadline = time.monotonic() + 30
+            while self.sent > self.answered and time.monotonic() < deadline:
+                time.sleep(0.001)
+            self.flush_counts()
+
+    def run_single_async(self, quota: int | None) -> None:
+        """:meth:`run_any` for plain asynchronous single sends, as tight as an application's
+        loop would be: at 100 k messages a second the benchmark's own per-message steps
+        would otherwise cost as much as the send."""
+        send, topic, body = self.producer.send_async, self.bench.topic, self.body
+        window, counted, stats = max(1, self.bench.window), self._counted, self.stats
+        left = quota if quota is not None else -1
+        while left != 0 and not self.stop.is_set():
+            for _ in range(64 if left < 0 else min(64, left)):
+                while self.sent - self.answered >= window:
+                    if self.stop.is_set():
+                        return
+                    time.sleep(0.0002)
+                self.sent += 1
+                cb = counted if self.sent % _SAMPLE_EVERY else self._timed(1, time.perf_counter())
+                try:
+                    send(Message(topic, body), cb)
+                except RocketpyError as e:
+                    self.sent -= 1
+                    stats.failed(1, e)
+                left -= 1
+
+    def run_any(self, quota: int | None) -> None:
         sent = 0
         step = max(1, self.bench.batch)
         while not self.stop.is_set() and (quota is None or sent < quota):
@@ -85,10 +139,6 @@ class _Worker:
             else:
                 self.send_sync(msgs)
             sent += k
-        if self.bench.use_async:
-            # Wait for the answers still in flight (each slot comes back when done).
-            for _ in range(max(1, self.bench.window)):
-                self.window.acquire(timeout=30)
 
     def send_sync(self, msgs: list[Message]) -> None:
         t0 = time.perf_counter()
@@ -105,28 +155,55 @@ class _Worker:
         self.stats.record(len(msgs), len(msgs) * self.bench.size, time.perf_counter() - t0)
 
     def send_async(self, msgs: list[Message]) -> None:
-        while not self.window.acquire(timeout=0.5):
+        window = max(1, self.bench.window)
+        while self.sent - self.answered >= window:
             if self.stop.is_set():
                 return
-        t0 = time.perf_counter()
-        n, stats, size, window = len(msgs), self.stats, self.bench.size, self.window
-
-        def done(result: SendResult | None, error: BaseException | None) -> None:
-            window.release()
-            if error is not None:
-                stats.failed(n, error)
-            else:
-                stats.record(n, n * size, time.perf_counter() - t0)
-
-        callback: SendCallback = done
+            time.sleep(0.0002)
+        n = len(msgs)
+        single = n == 1 and self.bench.batch <= 1
+        callback: SendCallback
+        if single and self.sent % _SAMPLE_EVERY:
+            callback = self._counted
+        else:
+            callback = self._timed(n, time.perf_counter())
+        self.sent += 1
         try:
-            if n == 1 and self.bench.batch <= 1:
+            if single:
                 self.producer.send_async(msgs[0], callback)
             else:
                 self.producer.send_batch_async(msgs, callback)
         except RocketpyError as e:
-            window.release()
-            stats.failed(n, e)
+            self.sent -= 1
+            self.stats.failed(n, e)
+
+    def _timed(self, n: int, t0: float) -> SendCallback:
+        stats, size = self.stats, self.bench.size
+
+        def done(result: SendResult | None, error: BaseException | None) -> None:
+            self.answered += 1
+            if error is not None:
+                stats.failed(n, error)
+                return
+            # Messages answered since the last timed one count here, with this latency.
+            untimed, self.untimed = self.untimed, 0
+            stats.record(n + untimed, (n + untimed) * size, time.perf_counter() - t0)
+
+        return done
+
+    def _counted(self, result: SendResult | None, error: BaseException | None) -> None:
+        """The callback of an untimed single message (see ``_SAMPLE_EVERY``)."""
+        self.answered += 1
+        if error is not None:
+            self.stats.failed(1, error)
+        else:
+            self.untimed += 1
+
+    def flush_counts(self) -> None:
+        """Counts answered untimed messages not yet recorded."""
+        untimed, self.untimed = self.untimed, 0
+        if untimed:
+            self.stats.count(untimed, untimed * self.bench.size)
 
 
 class _CommitAll:
@@ -174,13 +251,57 @@ def _run_with(bench: ProducerBench, producer: Producer, label: str, json_out: bo
         producer.shutdown()
 
 
+def _producer(bench: ProducerBench) -> Producer:
+    return Producer(
+        bench.group,
+        bench.namesrv,
+        auto_batch=bench.auto_batch,
+        batch_max_delay_ms=bench.batch_max_delay_ms,
+    )
+
+
+def _compare(bench: ProducerBench, json_out: bool) -> int:
+    """Single-message sends against explicit batches of ``compare_batch``, alternating
+    rounds in one run, and the ratio of the median rates (what auto-batching is for)."""
+    single = replace(bench, batch=1, compare_batch=0)
+    batched = replace(bench, batch=bench.compare_batch, compare_batch=0)
+    singles: list[Report] = []
+    batches: list[Report] = []
+    for r in range(max(1, bench.rounds)):
+        batches.append(
+            _run_with(batched, _producer(batched), f"batch-{batched.batch} #{r + 1}", False)
+        )
+        singles.append(_run_with(single, _producer(single), f"single #{r + 1}", False))
+    s_tps = statistics.median(x.tps for x in singles)
+    b_tps = statistics.median(x.tps for x in batches)
+    p99 = statistics.median(x.p99_ms for x in singles)
+    ratio = s_tps / b_tps if b_tps else 0.0
+    print(
+        f"single / batch-{bench.compare_batch} (medians of {len(singles)} rounds): {ratio:.2f} "
+        f"({s_tps:,.0f} vs {b_tps:,.0f} msg/s); single p99 {p99:.3f} ms",
+        flush=True,
+    )
+    if json_out:
+        summary = {
+            "mode": "compare-batch",
+            "settings": asdict(bench),
+            "single": [x.as_dict() for x in singles],
+            "batch": [x.as_dict() for x in batches],
+            "ratio": round(ratio, 3),
+        }
+        print(json.dumps(summary), flush=True)
+    return 0
+
+
 def run(bench: ProducerBench, json_out: bool = False) -> int:
     """Runs the benchmark, printing as it goes; returns the process exit code."""
+    if bench.compare_batch > 1 and not bench.transaction:
+        return _compare(bench, json_out)
     if not bench.transaction:
-        _run_with(bench, Producer(bench.group, bench.namesrv), "producer", json_out)
+        _run_with(bench, _producer(bench), "producer", json_out)
         return 0
     bench.use_async, bench.batch = False, 1
-    plain = _run_with(bench, Producer(bench.group, bench.namesrv), "producer", False)
+    plain = _run_with(bench, _producer(bench), "producer", False)
     tx_producer = TransactionProducer(f"{bench.group}_tx", bench.namesrv, _CommitAll())
     tx = _run_with(bench, tx_producer, "transaction", False)
     ratio = tx.tps / plain.tps if plain.tps else 0.0
@@ -213,6 +334,26 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("-b", "--batch", type=int, default=1, help="messages per request")
     p.add_argument("-a", "--async", dest="use_async", action="store_true", help="send_async")
     p.add_argument("--window", type=int, default=256, help="async requests in flight per thread")
+    p.add_argument(
+        "--compare-batch",
+        type=int,
+        default=0,
+        metavar="N",
+        help="alternate rounds of single sends and explicit batches of N; print the ratio",
+    )
+    p.add_argument("--rounds", type=int, default=3, help="rounds of --compare-batch")
+    p.add_argument(
+        "--no-auto-batch",
+        dest="auto_batch",
+        action="store_false",
+        help="send_async sends every message in its own request",
+    )
+    p.add_argument(
+        "--batch-max-delay-ms",
+        type=int,
+        default=0,
+        help="auto-batching: how long a message waits for company on an idle queue",
+    )
     p.add_argument(
         "--transaction",
         action="store_true",

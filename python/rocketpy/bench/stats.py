@@ -92,6 +92,12 @@ class Stats:
             self._bytes += nbytes
             self._samples.append(latency_s)
 
+    def count(self, messages: int, nbytes: int) -> None:
+        """``messages`` done whose latency was not measured."""
+        with self._lock:
+            self._messages += messages
+            self._bytes += nbytes
+
     def record_many(self, nbytes: int, latencies_s: Iterable[float]) -> None:
         """One message done per latency (a consumer's batch)."""
         with self._lock:

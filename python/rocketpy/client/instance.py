@@ -27,7 +27,7 @@ from rocketpy._native import (
     decode_messages,
     release_free_memory,
 )
-from rocketpy._util import json_body, local_ip, mq_table
+from rocketpy._util import current_pid, json_body, local_ip, mq_table
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
@@ -179,13 +179,13 @@ class ClientInstance:
         if self.forked():
             raise ForkedProcessError(
                 f"this {what} was started in process {self.pid} before os.fork(); it cannot "
-                f"be used in child process {os.getpid()}: create and start a new one in the "
+                f"be used in child process {current_pid()}: create and start a new one in the "
                 "child (or use the 'spawn' multiprocessing start method)"
             )
 
     def forked(self) -> bool:
         """Whether this is a child process of the one that created the instance."""
-        return self.pid != os.getpid()
+        return self.pid != current_pid()
 
     @classmethod
     def _after_fork_in_child(cls) -> None:

@@ -34,12 +34,17 @@ pub mod keys {
 pub fn encode<'a>(props: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut out = String::new();
     for (name, value) in props {
-        out.push_str(name);
-        out.push(NAME_VALUE_SEPARATOR);
-        out.push_str(value);
-        out.push(PROPERTY_SEPARATOR);
+        push(&mut out, name, value);
     }
     out
+}
+
+/// Appends one encoded property to `out`.
+pub fn push(out: &mut String, name: &str, value: &str) {
+    out.push_str(name);
+    out.push(NAME_VALUE_SEPARATOR);
+    out.push_str(value);
+    out.push(PROPERTY_SEPARATOR);
 }
 
 /// Decodes a properties string; items without a separator are skipped, as RocketMQ does.

@@ -1,0 +1,158 @@
+//! Per-message completion of an auto-batched request, natively: one `SendResult` per message
+//! (built like `object.__new__` plus the dataclass's slots, which is what the frozen
+//! dataclass's `__init__` does at several times the cost), then the future ends as
+//! `SendFuture._finish` would end it (see `rocketpy._future`) and the message's callback runs. Python decides what
+//! the answer means (`Producer._batch_done`); this only repeats it for every message.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString, PyType};
+
+/// Slots of `rocketpy.message.SendResult`, in the order they are set.
+const SLOTS: [&str; 7] = [
+    "status",
+    "msg_id",
+    "offset_msg_id",
+    "message_queue",
+    "queue_offset",
+    "region_id",
+    "transaction_id",
+];
+
+/// A message waiting for its answer. Held natively, not as a Python tuple: thousands are in
+/// flight, and the garbage collector would visit each tuple on every collection.
+pub struct Pending {
+    pub future: Py<PyAny>,
+    pub callback: Py<PyAny>,
+    pub uniq: String,
+    pub message: Py<PyAny>,
+    /// The caller chose the queue (no retry on another broker).
+    pub fixed: bool,
+}
+
+impl Pending {
+    /// The messages as `(future, callback, uniq, message, fixed)` tuples (a failed request's
+    /// messages, for Python to retry or fail).
+    pub fn into_list(py: Python<'_>, items: Vec<Pending>) -> PyResult<Bound<'_, PyList>> {
+        let tuples = items
+            .into_iter()
+            .map(|p| (p.future, p.callback, p.uniq, p.message, p.fixed));
+        PyList::new(py, tuples)
+    }
+}
+
+/// Makes `SendResult`s without calling their `__init__`.
+pub struct ResultMaker {
+    result_type: Py<PyType>,
+    slots: Vec<Py<PyString>>,
+}
+
+/// What every message of one successful request shares.
+pub struct Outcome<'py> {
+    pub status: Bound<'py, PyAny>,
+    pub queue: Bound<'py, PyAny>,
+    pub region: Bound<'py, PyAny>,
+    /// Broker ids of the messages (`offset_msg_id`), in order.
+    pub ids: Vec<String>,
+    /// Queue offset of the first message (-1: unknown).
+    pub first_offset: i64,
+}
+
+impl ResultMaker {
+    pub fn new(py: Python<'_>, result_type: Py<PyType>) -> Self {
+        let slots = SLOTS
+            .iter()
+            .map(|s| PyString::intern(py, s).unbind())
+            .collect();
+        ResultMaker { result_type, slots }
+    }
+
+    fn make<'py>(
+        &self,
+        py: Python<'py>,
+        values: [Bound<'py, PyAny>; 7],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let tp = self.result_type.bind(py);
+        // SAFETY: PyType_GenericAlloc returns a new reference (or NULL with an exception
+        // set) to a zeroed instance of `tp`, tracked by the GC when the type is.
+        let obj = unsafe {
+            let raw = pyo3::ffi::PyType_GenericAlloc(tp.as_ptr().cast(), 0);
+            Bound::from_owned_ptr_or_err(py, raw)?
+        };
+        for (name, value) in self.slots.iter().zip(values) {
+            // SAFETY: object, name and value are valid; the generic setter writes the slot
+            // through its member descriptor, bypassing the frozen dataclass's __setattr__.
+            let rc = unsafe {
+                pyo3::ffi::PyObject_GenericSetAttr(obj.as_ptr(), name.as_ptr(), value.as_ptr())
+            };
+            if rc != 0 {
+                return Err(PyErr::fetch(py));
+            }
+        }
+        Ok(obj)
+    }
+
+    /// Completes every message of `items` with its result; a callback that raises is
+    /// reported as unraisable (it has no caller).
+    pub fn complete_all(
+        &self,
+        py: Python<'_>,
+        outcome: &Outcome<'_>,
+        items: Vec<Pending>,
+    ) -> PyResult<()> {
+        let none = py.None().into_bound(py);
+        for (i, item) in items.into_iter().enumerate() {
+            let future = item.future.into_bound(py);
+            let callback = item.callback.into_bound(py);
+            let uniq = PyString::new(py, &item.uniq).into_any();
+            let offset_id = outcome.ids.get(i).map(String::as_str).unwrap_or("");
+            let offset = if outcome.first_offset < 0 {
+                -1
+            } else {
+                outcome.first_offset + i as i64
+            };
+            let result = self.make(
+                py,
+                [
+                    outcome.status.clone(),
+                    uniq,
+                    PyString::new(py, offset_id).into_any(),
+                    outcome.queue.clone(),
+                    offset.into_pyobject(py)?.into_any(),
+                    outcome.region.clone(),
+                    none.clone(),
+                ],
+            )?;
+            finish_future(&future, &result, &none)?;
+            if !callback.is_none() {
+                if let Err(err) = callback.call1((&result, &none)) {
+                    err.write_unraisable(py, Some(&callback));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Ends a `SendFuture` with `result`: when nothing made its condition (nobody waits, no
+/// callback was added) and it is pending, its state and result are set directly — no
+/// Python code runs between these reads and writes, so no other thread can intervene —
+/// else `SendFuture._finish` does it with the condition.
+fn finish_future(
+    future: &Bound<'_, PyAny>,
+    result: &Bound<'_, PyAny>,
+    none: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let py = future.py();
+    let state = pyo3::intern!(py, "_state");
+    if future
+        .getattr(pyo3::intern!(py, "_lazy_condition"))?
+        .is_none()
+        && future.getattr(state)?.eq(pyo3::intern!(py, "PENDING"))?
+    {
+        future.setattr(pyo3::intern!(py, "_result"), result)?;
+        future.setattr(state, pyo3::intern!(py, "FINISHED"))?;
+        return Ok(());
+    }
+    future.call_method1(pyo3::intern!(py, "_finish"), (result, none))?;
+    Ok(())
+}

@@ -1,0 +1,97 @@
+"""``SendFuture``: the :class:`concurrent.futures.Future` an asynchronous send returns, made
+cheap for the common case where nobody waits on it one by one.
+
+A plain ``Future`` makes a ``Condition`` (an ``RLock`` and more) when created and takes it
+when finished: together that costs more than the rest of an auto-batched send. Here the
+condition is made the first time anything needs it — ``result()``, ``exception()``,
+``add_done_callback()``, ``cancel()``, ``concurrent.futures.wait`` or ``asyncio.wrap_future``
+— and :meth:`SendFuture._finish` skips it when it was never made. Everything else is
+``Future``'s own code, so the object is a ``Future`` in every respect.
+
+What must stay true (relying on the GIL ordering single attribute loads and stores): anyone
+who waits makes the condition *before* reading the state, and ``_finish`` sets the state
+*before* checking whether the condition exists; so either the waiter sees the result, or
+``_finish`` sees the condition and notifies through it. The native completion of
+auto-batched sends (``send_results.rs``) follows the same rule.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+_PENDING = "PENDING"
+_FINISHED = "FINISHED"
+
+#: Guards the lazy creation of every future's condition (held for a few bytecodes, rarely).
+_MAKING = threading.Lock()
+
+
+class SendFuture(Future, Generic[T]):  # type: ignore[type-arg]
+    """A :class:`concurrent.futures.Future` whose condition is made on first use."""
+
+    def __init__(self) -> None:
+        # Future.__init__ is not called: it would make the condition at once.
+        self._lazy_condition: threading.Condition | None = None
+        self._state = _PENDING
+        self._result = None
+        self._exception: BaseException | None = None
+        self._lazy_waiters: list[Any] | None = None
+        self._lazy_callbacks: list[Any] | None = None
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        cond = self._lazy_condition
+        if cond is None:
+            with _MAKING:
+                cond = self._lazy_condition
+                if cond is None:
+                    cond = self._lazy_condition = threading.Condition()
+        return cond
+
+    # Future keeps two lists per instance; made on first use too (only waiters and added
+    # callbacks use them, and both make the condition first).
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        if self._lazy_waiters is None:
+            self._lazy_waiters = []
+        return self._lazy_waiters
+
+    @property
+    def _done_callbacks(self) -> list[Any]:
+        if self._lazy_callbacks is None:
+            self._lazy_callbacks = []
+        return self._lazy_callbacks
+
+    def _finish(self, result: T | None, error: BaseException | None) -> bool:
+        """Ends the future with ``result`` or ``error``; False when it had been cancelled."""
+        if self._lazy_condition is None:
+            if self._state != _PENDING:
+                return False
+            self._result = result
+            self._exception = error
+            self._state = _FINISHED
+            if self._lazy_condition is None:
+                # Nobody waits, and nobody added a callback (that makes the condition).
+                return True
+            # Someone started waiting meanwhile: wake them as Future does.
+            with self._condition:
+                for waiter in self._waiters:
+                    if error is None:
+                        waiter.add_result(self)
+                    else:
+                        waiter.add_exception(self)
+                self._condition.notify_all()
+            self._invoke_callbacks()
+            return True
+        try:
+            if error is None:
+                self.set_result(result)
+            else:
+                self.set_exception(error)
+        except Exception:  # InvalidStateError: cancelled
+            return False
+        return True

@@ -1,0 +1,293 @@
+"""Auto-batching of ``Producer.send_async`` (RocketMQ 5.x ``autoBatch``) against a real broker:
+messages to one queue share requests, yet each gets its own result, id, offset, future and
+callback in order; what cannot be batched goes alone; failures reach every message; shutdown
+sends what was accepted. The broker's own metrics tell how many requests carried them."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import urllib.request
+from collections import defaultdict
+from collections.abc import Iterator
+from concurrent.futures import Future
+
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from helpers import fast_config, wait_until
+from rocketpy import (
+    ClientError,
+    Message,
+    MessageQueue,
+    Producer,
+    SendResult,
+    SendStatus,
+    select_by_hash,
+)
+from rocketpy._future import SendFuture
+from rocketpy.admin import Admin
+from rocketpy.client.instance import ClientConfig
+from rocketpy.protocol import RequestCode
+from rocketpy.server import DevServer
+
+SEND_V2 = str(int(RequestCode.SEND_MESSAGE_V2))
+SEND_BATCH = str(int(RequestCode.SEND_BATCH_MESSAGE))
+
+
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    store = tmp_path_factory.mktemp("auto-batch") / "store"
+    with DevServer(namesrv_port=0, broker_port=0, store_dir=store, metrics_port=0) as d:
+        yield d
+
+
+def sends(dev: DevServer) -> dict[str, float]:
+    """Send requests the broker answered, by request code."""
+    assert dev.broker is not None and dev.broker.metrics_address
+    url = f"http://{dev.broker.metrics_address}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as r:
+        text = r.read().decode()
+    out: dict[str, float] = defaultdict(float)
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            if s.name == "rocketmq_rpc_latency_count":
+                out[s.labels["request_code"]] += s.value
+    return out
+
+
+def producer(dev: DevServer, group: str, **kwargs: object) -> Producer:
+    p = Producer(group, client_config=fast_config(dev.namesrv_addr), **kwargs)  # type: ignore[arg-type]
+    p.start()
+    return p
+
+
+def read_back(dev: DevServer, results: list[SendResult]) -> dict[str, object]:
+    """The stored messages at the results' queues and offsets, by msg id."""
+    admin = Admin(dev.namesrv_addr)
+    try:
+        out: dict[str, object] = {}
+        by_queue: dict[MessageQueue, list[int]] = defaultdict(list)
+        for r in results:
+            by_queue[r.message_queue].append(r.queue_offset)
+        for mq, offsets in by_queue.items():
+            start, end = min(offsets), max(offsets) + 1
+            offset = start
+            while offset < end:
+                got = admin.pull_messages(mq, offset, 32)
+                assert got, f"nothing stored at {mq} offset {offset}"
+                for m in got:
+                    out[m.msg_id] = m
+                offset = got[-1].queue_offset + 1
+        return out
+    finally:
+        admin.close()
+
+
+def test_single_sends_share_requests_and_each_gets_its_own_result(dev: DevServer) -> None:
+    topic, n = "AutoBatchTopic", 3000
+    p = producer(dev, "auto-batch-producer")
+    try:
+        p.send(Message(topic, b"route"))  # the topic exists before counting
+        before = sends(dev)
+        order: dict[MessageQueue, list[int]] = defaultdict(list)
+        lock = threading.Lock()
+
+        def callback(i: int):  # type: ignore[no-untyped-def]
+            def done(result: SendResult | None, error: BaseException | None) -> None:
+                assert error is None and result is not None
+                with lock:
+                    order[result.message_queue].append(i)
+
+            return done
+
+        futures = [
+            p.send_async(
+                Message(
+                    topic, f"m-{i}", tags=f"T{i % 3}", keys=[f"k{i}"], properties={"i": str(i)}
+                ),
+                callback(i),
+            )
+            for i in range(n)
+        ]
+        results = [f.result(30) for f in futures]
+        after = sends(dev)
+    finally:
+        p.shutdown()
+
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    assert len({r.msg_id for r in results}) == n
+    assert len({r.offset_msg_id for r in results}) == n
+    # Per queue: offsets follow the send order, one apart, and callbacks ran in that order.
+    sent_order: dict[MessageQueue, list[int]] = defaultdict(list)
+    for i, r in enumerate(results):
+        sent_order[r.message_queue].append(i)
+    for mq, indexes in sent_order.items():
+        offsets = [results[i].queue_offset for i in indexes]
+        assert offsets == list(range(offsets[0], offsets[0] + len(offsets))), mq
+        assert order[mq] == indexes, f"callbacks of {mq} out of order"
+    assert len(sent_order) > 1, "round-robin over the queues"
+
+    batch = after.get(SEND_BATCH, 0) - before.get(SEND_BATCH, 0)
+    single = after.get(SEND_V2, 0) - before.get(SEND_V2, 0)
+    assert batch > 0, "some requests carried several messages"
+    assert batch + single < n / 2, f"{batch} batch and {single} single requests for {n}"
+
+    stored = read_back(dev, results)
+    for i, r in enumerate(results):
+        m = stored[r.msg_id]
+        assert m.body == f"m-{i}".encode()  # type: ignore[attr-defined]
+        assert m.tags == f"T{i % 3}" and m.keys == f"k{i}"  # type: ignore[attr-defined]
+        assert m.properties["i"] == str(i)  # type: ignore[attr-defined]
+        assert m.queue_offset == r.queue_offset  # type: ignore[attr-defined]
+        assert m.offset_msg_id == r.offset_msg_id  # type: ignore[attr-defined]
+
+
+def test_selected_queues_keep_each_order_in_sequence(dev: DevServer) -> None:
+    topic = "AutoBatchOrders"
+    p = producer(dev, "auto-batch-orders")
+    try:
+        futures = [
+            (
+                order,
+                p.send_async(Message(topic, f"{order}:{step}"), selector=select_by_hash, arg=order),
+            )
+            for step in range(200)
+            for order in range(5)
+        ]
+        results = [(order, f.result(30)) for order, f in futures]
+    finally:
+        p.shutdown()
+    by_order: dict[int, list[SendResult]] = defaultdict(list)
+    for order, r in results:
+        by_order[order].append(r)
+    for order, rs in by_order.items():
+        assert len({r.message_queue for r in rs}) == 1, "one queue per order"
+        offsets = [r.queue_offset for r in rs]
+        assert offsets == sorted(offsets), f"order {order} stored out of sequence"
+
+
+def test_what_cannot_be_batched_goes_alone(dev: DevServer) -> None:
+    topic = "AutoBatchAlone"
+    p = producer(dev, "auto-batch-alone")
+    try:
+        big = bytes(range(256)) * 40  # over compress_msg_body_over_howmuch: compressed alone
+        futures = [
+            p.send_async(Message(topic, big)),
+            p.send_async(Message(topic, b"later", delay_level=1)),
+            p.send_async(Message(topic, b"own timeout"), timeout_ms=5000),
+            p.send_async(Message(topic, b"plain")),
+        ]
+        results = [f.result(30) for f in futures]
+    finally:
+        p.shutdown()
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    stored = read_back(dev, [results[0], results[2], results[3]])
+    assert stored[results[0].msg_id].body == big  # type: ignore[attr-defined]
+    with pytest.raises(ClientError):
+        producer_off = producer(dev, "auto-batch-empty")
+        try:
+            producer_off.send_async(Message(topic, b""))
+        finally:
+            producer_off.shutdown()
+
+
+def test_off_sends_every_message_alone(dev: DevServer) -> None:
+    topic = "AutoBatchOff"
+    p = producer(dev, "auto-batch-off", auto_batch=False)
+    try:
+        p.send(Message(topic, b"route"))
+        before = sends(dev)
+        for f in [p.send_async(Message(topic, f"{i}")) for i in range(50)]:
+            f.result(30)
+        after = sends(dev)
+    finally:
+        p.shutdown()
+    assert after.get(SEND_BATCH, 0) == before.get(SEND_BATCH, 0)
+    assert after[SEND_V2] - before.get(SEND_V2, 0) == 50
+
+
+def test_a_refusing_broker_fails_every_message(dev: DevServer) -> None:
+    topic = "AutoBatchReadOnly"
+    # No route refresh during the test: the producer keeps the writable route it fetched.
+    config = ClientConfig(
+        dev.namesrv_addr, instance_name="refused", poll_name_server_interval_ms=600_000
+    )
+    p = Producer("auto-batch-refused", client_config=config, retry_times_when_send_async_failed=1)
+    p.start()
+    errors: list[BaseException | None] = []
+    try:
+        with Admin(dev.namesrv_addr) as admin:
+            admin.create_topic(topic, queues=4)
+            wait_until(lambda: admin.topic_route(topic) is not None)
+            p.send_async(Message(topic, b"route")).result(30)
+            # The producer keeps the writable route; the broker now refuses writes.
+            admin.create_topic(topic, queues=4, perm=4)
+        futures = []
+        refused_at_once = 0
+        for i in range(40):
+            try:
+                futures.append(p.send_async(Message(topic, f"{i}"), lambda r, e: errors.append(e)))
+            except ClientError:
+                # A failed send refreshed the route: the topic is known unwritable now.
+                refused_at_once += 1
+        for f in futures:
+            with pytest.raises(ClientError):
+                f.result(30)
+    finally:
+        p.shutdown()
+    assert futures, "the first sends went out before the route said otherwise"
+    assert len(futures) + refused_at_once == 40
+    assert len(errors) == len(futures) and all(isinstance(e, ClientError) for e in errors)
+
+
+def test_shutdown_sends_what_was_accepted(dev: DevServer) -> None:
+    p = producer(dev, "auto-batch-shutdown")
+    p.send(Message("AutoBatchShutdown", b"route"))
+    futures = [p.send_async(Message("AutoBatchShutdown", f"{i}")) for i in range(5000)]
+    p.shutdown()
+    assert all(f.done() for f in futures)
+    assert all(f.result().status is SendStatus.SEND_OK for f in futures)
+
+
+def test_send_futures_are_futures(dev: DevServer) -> None:
+    p = producer(dev, "auto-batch-futures")
+    try:
+        futures = [p.send_async(Message("AutoBatchFutures", f"{i}")) for i in range(200)]
+        done, pending = concurrent.futures.wait(futures, timeout=30)
+        assert not pending and len(done) == 200
+        assert len(list(concurrent.futures.as_completed(futures, timeout=30))) == 200
+        seen: list[Future[SendResult]] = []
+        futures[0].add_done_callback(seen.append)  # already done: called at once
+        assert seen == [futures[0]]
+
+        async def via_asyncio() -> SendResult:
+            return await asyncio.wrap_future(p.send_async(Message("AutoBatchFutures", b"aio")))
+
+        assert asyncio.run(via_asyncio()).status is SendStatus.SEND_OK
+    finally:
+        p.shutdown()
+
+
+def test_send_future_waits_and_cancels_like_a_future() -> None:
+    f: SendFuture[int] = SendFuture()
+    assert isinstance(f, Future) and not f.done()
+    with pytest.raises(concurrent.futures.TimeoutError):
+        f.result(timeout=0.01)
+    called: list[int] = []
+    f.add_done_callback(lambda fut: called.append(fut.result()))
+    threading.Timer(0.05, lambda: f._finish(7, None)).start()
+    assert f.result(timeout=5) == 7 and called == [7]
+
+    waited: SendFuture[int] = SendFuture()
+    threading.Timer(0.05, lambda: waited._finish(None, ValueError("no"))).start()
+    assert isinstance(waited.exception(timeout=5), ValueError)
+
+    cancelled: SendFuture[int] = SendFuture()
+    assert cancelled.cancel()
+    assert not cancelled._finish(1, None), "a cancelled future stays cancelled"
+    assert cancelled.cancelled()
+
+    plain: SendFuture[int] = SendFuture()
+    assert plain._finish(3, None) and plain.result() == 3 and plain.done()

@@ -28,6 +28,7 @@ from rocketpy import (
 )
 from rocketpy._future import SendFuture
 from rocketpy.admin import Admin
+from rocketpy.aio import AsyncProducer
 from rocketpy.client.instance import ClientConfig
 from rocketpy.protocol import RequestCode
 from rocketpy.server import DevServer
@@ -291,3 +292,25 @@ def test_send_future_waits_and_cancels_like_a_future() -> None:
 
     plain: SendFuture[int] = SendFuture()
     assert plain._finish(3, None) and plain.result() == 3 and plain.done()
+
+
+def test_asyncio_sends_go_straight_to_the_accumulator(dev: DevServer) -> None:
+    topic = "AutoBatchAsyncio"
+    with Admin(dev.namesrv_addr) as admin:
+        admin.create_topic(topic, queues=4)
+        wait_until(lambda: admin.topic_route(topic) is not None)
+
+    async def main() -> list[SendResult]:
+        async with AsyncProducer(
+            "auto-batch-aio", client_config=fast_config(dev.namesrv_addr)
+        ) as p:
+            assert p.producer.send_async_nowait(Message(topic, b"x")) is None, "no lanes yet"
+            first = await p.send(Message(topic, b"first"))
+            nowait = p.producer.send_async_nowait(Message(topic, b"nowait"))
+            assert nowait is not None, "the route is known now"
+            rest = await asyncio.gather(*(p.send(Message(topic, f"{i}")) for i in range(1000)))
+            return [first, nowait.result(30), *rest]
+
+    results = asyncio.run(main())
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    assert len({r.msg_id for r in results}) == len(results)

@@ -55,10 +55,17 @@ class AsyncProducer:
         selector: MessageQueueSelector | None = None,
         arg: object = None,
     ) -> SendResult:
-        """Sends ``msg``; resolves when the broker answered."""
-        future = await asyncio.to_thread(
-            self.producer.send_async, msg, None, queue, selector=selector, arg=arg
-        )
+        """Sends ``msg``; resolves when the broker answered. A message auto-batching can
+        take at once goes straight to it from the event loop; otherwise (first send to a
+        topic, a chosen queue, a full accumulator) the send starts in a worker thread, since
+        a route look-up or the wait for room would block the loop."""
+        future = None
+        if queue is None and selector is None:
+            future = self.producer.send_async_nowait(msg)
+        if future is None:
+            future = await asyncio.to_thread(
+                self.producer.send_async, msg, None, queue, selector=selector, arg=arg
+            )
         return await asyncio.wrap_future(future)
 
     async def send_batch(

@@ -215,7 +215,8 @@ class Producer:
                 SendResult,
                 unique_ids.native,
                 min(self.compress_msg_body_over_howmuch, self.max_message_size),
-                max_bytes=self.batch_max_bytes,
+                # A request never exceeds what a broker takes as one message.
+                max_bytes=min(self.batch_max_bytes, self.max_message_size),
                 max_delay_ms=self.batch_max_delay_ms,
                 total_max_bytes=self.total_batch_max_bytes,
                 timeout_ms=self.send_timeout_ms,
@@ -600,6 +601,21 @@ class Producer:
         return self._send_async(
             prepared, self._choose(prepared, queue, selector, arg, msg), callback, timeout_ms
         )
+
+    def send_async_nowait(self, msg: Message) -> Future[SendResult] | None:
+        """:meth:`send_async` when it cannot block — the topic's queues are known and the
+        auto-batching accumulator has room — else None (then call :meth:`send_async`, e.g.
+        in a worker thread). For event loops: ``AsyncProducer`` sends this way."""
+        acc = self._accumulator
+        if acc is None or self.send_latency_fault_enable:
+            return None
+        lanes = self._lanes.get(msg.topic)
+        if not lanes:
+            return None
+        future: SendFuture[SendResult] = SendFuture()
+        if acc.add(lanes[next(self._index) % len(lanes)], msg, future, None, False, 0) is None:
+            return future
+        return None
 
     def _refused(self, msg: Message, refused: str) -> None:
         """The accumulator did not take ``msg``: raise why, or return to send it alone

@@ -314,3 +314,7 @@ def test_asyncio_sends_go_straight_to_the_accumulator(dev: DevServer) -> None:
     results = asyncio.run(main())
     assert all(r.status is SendStatus.SEND_OK for r in results)
     assert len({r.msg_id for r in results}) == len(results)
+
+
+def test_native_futures_start_as_send_future_init_makes_them() -> None:
+    assert vars(SendFuture()) == dict(SendFuture._INITIAL)

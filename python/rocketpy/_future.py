@@ -33,6 +33,17 @@ _MAKING = threading.Lock()
 class SendFuture(Future, Generic[T]):  # type: ignore[type-arg]
     """A :class:`concurrent.futures.Future` whose condition is made on first use."""
 
+    #: The attributes ``__init__`` sets, for the native accumulator, which makes futures
+    #: without running ``__init__`` (a test keeps the two equal).
+    _INITIAL = (
+        ("_lazy_condition", None),
+        ("_state", _PENDING),
+        ("_result", None),
+        ("_exception", None),
+        ("_lazy_waiters", None),
+        ("_lazy_callbacks", None),
+    )
+
     def __init__(self) -> None:
         # Future.__init__ is not called: it would make the condition at once.
         self._lazy_condition: threading.Condition | None = None

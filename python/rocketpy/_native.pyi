@@ -4,6 +4,7 @@ Kept in step with the Rust by ``tests/test_native_stub.py``.
 """
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from os import PathLike
 from typing import Any
 
@@ -75,6 +76,7 @@ class SendAccumulator:
         default_topic_queue_nums: int,
         on_done: Callable[..., Any],
         result_type: type,
+        future_type: type,
         unique_ids: UniqueIds,
         compress_over: int,
         max_bytes: int = 32768,
@@ -88,13 +90,12 @@ class SendAccumulator:
         self,
         lane: int,
         message: Any,
-        future: Any,
         callback: Any,
         fixed: bool,
         timeout_ms: int = 3000,
-    ) -> str | None:
-        """None when added; "" when the message cannot be batched (send it alone); else
-        why it was refused (full for ``timeout_ms``, or closed)."""
+    ) -> Future[Any] | str:
+        """The message's new future when added; else a str: "" when the message cannot be
+        batched (send it alone), or why it was refused (full for ``timeout_ms``, closed)."""
     def flush(self, timeout_ms: int) -> bool:
         """Sends what gathers and waits until every message was answered."""
     def close(self) -> None: ...

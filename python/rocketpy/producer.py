@@ -213,6 +213,7 @@ class Producer:
                 self.default_topic_queue_nums,
                 self._batch_done,
                 SendResult,
+                SendFuture,
                 unique_ids.native,
                 min(self.compress_msg_body_over_howmuch, self.max_message_size),
                 # A request never exceeds what a broker takes as one message.
@@ -574,13 +575,12 @@ class Producer:
                 if lanes is None:
                     lanes = self._lanes_of(acc, msg.topic)
                 if lanes:
-                    # _add's work, inlined: this is every message's path.
-                    future: SendFuture[SendResult] = SendFuture()
+                    # Every message's path: the accumulator makes the future too.
                     lane = lanes[next(self._index) % len(lanes)]
-                    refused = acc.add(lane, msg, future, callback, False, self.send_timeout_ms)
-                    if refused is None:
-                        return future
-                    self._refused(msg, refused)
+                    added = acc.add(lane, msg, callback, False, self.send_timeout_ms)
+                    if not isinstance(added, str):
+                        return added
+                    self._refused(msg, added)
             elif self._batchable_topic(msg.topic):
                 # A queue the caller chose (no retry elsewhere), or fault avoidance's pick.
                 chosen = self._choose(_Prepared(msg.topic, {}, b"", ""), queue, selector, arg, msg)
@@ -588,13 +588,10 @@ class Producer:
                 addr = self._client().master_addr(mq.broker_name)
                 if addr is not None:
                     lane = acc.lane(addr, mq.broker_name, mq.topic, mq.queue_id)
-                    future = SendFuture()
-                    refused = acc.add(
-                        lane, msg, future, callback, chosen is not None, self.send_timeout_ms
-                    )
-                    if refused is None:
-                        return future
-                    self._refused(msg, refused)
+                    added = acc.add(lane, msg, callback, chosen is not None, self.send_timeout_ms)
+                    if not isinstance(added, str):
+                        return added
+                    self._refused(msg, added)
                 # Sent alone (an unknown broker fails through the future, as always).
                 return self._send_async(self._prepare(msg), chosen, callback, timeout_ms)
         prepared = self._prepare(msg)
@@ -612,10 +609,8 @@ class Producer:
         lanes = self._lanes.get(msg.topic)
         if not lanes:
             return None
-        future: SendFuture[SendResult] = SendFuture()
-        if acc.add(lanes[next(self._index) % len(lanes)], msg, future, None, False, 0) is None:
-            return future
-        return None
+        added = acc.add(lanes[next(self._index) % len(lanes)], msg, None, False, 0)
+        return None if isinstance(added, str) else added
 
     def _refused(self, msg: Message, refused: str) -> None:
         """The accumulator did not take ``msg``: raise why, or return to send it alone

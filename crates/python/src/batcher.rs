@@ -21,7 +21,7 @@ use crate::callbacks;
 use crate::client::{RemotingClient, RemotingResponse};
 use crate::errors;
 use crate::process::{self, Owner};
-use crate::send_results::{Outcome, Pending, ResultMaker};
+use crate::send_results::{FutureMaker, Outcome, Pending, ResultMaker};
 use crate::unique_id::UniqueIds;
 
 /// Where a lane's requests go.
@@ -200,6 +200,7 @@ pub struct SendAccumulator {
     inner: Accumulator<u32, Pending>,
     sink: Arc<Sink>,
     unique_ids: Py<UniqueIds>,
+    futures: FutureMaker,
     compress_over: usize,
     owner: Owner,
 }
@@ -210,9 +211,10 @@ impl SendAccumulator {
     /// on the callback thread once per request; it returns None when it ended the items
     /// itself, or `(status, message_queue, region_id, msg_ids, first_offset)` for each
     /// item to get its `result_type` (`SendResult`) with `msg_ids` split at commas.
+    /// `future_type` (`SendFuture`) lists the attributes of a new future in `_INITIAL`.
     /// Messages with a body over `compress_over` bytes are not taken (`add` returns "").
     #[new]
-    #[pyo3(signature = (client, group, default_topic, default_topic_queue_nums, on_done, result_type, unique_ids, compress_over, max_bytes=32768, max_delay_ms=0, total_max_bytes=33554432, timeout_ms=3000))]
+    #[pyo3(signature = (client, group, default_topic, default_topic_queue_nums, on_done, result_type, future_type, unique_ids, compress_over, max_bytes=32768, max_delay_ms=0, total_max_bytes=33554432, timeout_ms=3000))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn new(
         py: Python<'_>,
@@ -222,13 +224,14 @@ impl SendAccumulator {
         default_topic_queue_nums: i32,
         on_done: Py<PyAny>,
         result_type: Py<PyType>,
+        future_type: Py<PyType>,
         unique_ids: Py<UniqueIds>,
         compress_over: usize,
         max_bytes: usize,
         max_delay_ms: u64,
         total_max_bytes: usize,
         timeout_ms: u64,
-    ) -> Self {
+    ) -> PyResult<Self> {
         let settings = BatchSettings {
             max_bytes: max_bytes.max(1),
             max_delay: Duration::from_millis(max_delay_ms),
@@ -245,13 +248,14 @@ impl SendAccumulator {
         });
         let native = client.native();
         let runtime = native.runtime().clone();
-        SendAccumulator {
+        Ok(SendAccumulator {
             inner: Accumulator::new(settings, native, runtime, sink.clone()),
             sink,
             unique_ids,
+            futures: FutureMaker::new(py, future_type)?,
             compress_over,
             owner: Owner::current(),
-        }
+        })
     }
 
     /// The number of the lane to queue `queue_id` of `topic` on broker `broker_name` at
@@ -274,22 +278,22 @@ impl SendAccumulator {
         id
     }
 
-    /// Adds `message` (a `rocketpy.Message`) to lane `lane` (see `lane()`), its future and
-    /// callback with it. Waits (GIL released) up to `timeout_ms` while the accumulator is
-    /// full. Returns None when added, "" when the message cannot be batched (compressed or
-    /// delayed: send it alone), else why it was refused (the caller raises it).
-    #[pyo3(signature = (lane, message, future, callback, fixed, timeout_ms=3000))]
-    #[allow(clippy::too_many_arguments)]
+    /// Adds `message` (a `rocketpy.Message`) to lane `lane` (see `lane()`) with its callback.
+    /// Waits (GIL released) up to `timeout_ms` while the accumulator is full. Returns the
+    /// message's new future (a `future_type`) when added; else a str: "" when the message
+    /// cannot be batched (compressed or delayed: send it alone), or why it was refused (the
+    /// caller raises it).
+    #[pyo3(signature = (lane, message, callback, fixed, timeout_ms=3000))]
     fn add(
         &self,
         py: Python<'_>,
         lane: u32,
         message: &Bound<'_, PyAny>,
-        future: Py<PyAny>,
         callback: Py<PyAny>,
         fixed: bool,
         timeout_ms: u64,
-    ) -> PyResult<Option<String>> {
+    ) -> PyResult<Py<PyAny>> {
+        let refuse = |why: &str| Ok(PyString::new(py, why).into_any().unbind());
         self.owner.check("producer")?;
         let known = self
             .sink
@@ -305,7 +309,7 @@ impl SendAccumulator {
         }
         let body_obj = message.getattr(pyo3::intern!(py, "body"))?;
         let Ok(body) = body_obj.cast::<PyBytes>() else {
-            return Ok(Some(String::new()));
+            return refuse("");
         };
         let body = body.as_bytes();
         let properties = message.getattr(pyo3::intern!(py, "properties"))?;
@@ -314,7 +318,7 @@ impl SendAccumulator {
             || body.len() > self.compress_over
             || properties.contains(keys::DELAY_TIME_LEVEL)?
         {
-            return Ok(Some(String::new()));
+            return refuse("");
         }
         let flag: i32 = message.getattr(pyo3::intern!(py, "flag"))?.extract()?;
         // Properties encoded straight from the dict (borrowed strings), UNIQ_KEY last.
@@ -342,8 +346,9 @@ impl SendAccumulator {
         }
         let size = 22 + body.len() + props.len();
         let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        let future = self.futures.make(py)?;
         let mut item = Pending {
-            future,
+            future: future.clone_ref(py),
             callback,
             uniq,
             message: message.clone().unbind(),
@@ -355,22 +360,22 @@ impl SendAccumulator {
                 let _ = encode_batch_item(out, flag, body, &props);
             };
             let refused = match self.inner.add(&lane, size, write, item) {
-                Ok(()) => return Ok(None),
+                Ok(()) => return Ok(future),
                 Err((refused, back)) => {
                     item = back;
                     refused
                 }
             };
             if refused == AddError::Closed {
-                return Ok(Some("the producer was shut down".to_owned()));
+                return refuse("the producer was shut down");
             }
             let left = deadline.saturating_duration_since(Instant::now());
             let inner = &self.inner;
             if !process::detach(py, || inner.wait_for_space(size, left)) {
-                return Ok(Some(format!(
+                return refuse(&format!(
                     "the producer holds total_batch_max_bytes of unsent messages and none \
                      was answered within {timeout_ms} ms"
-                )));
+                ));
             }
         }
     }

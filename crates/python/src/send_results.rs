@@ -40,6 +40,50 @@ impl Pending {
     }
 }
 
+/// Makes `SendFuture`s as their `__init__` would, without running Python: the type lists
+/// its initial attributes in `_INITIAL` (a tuple of name/value pairs, which a test checks
+/// against `__init__`).
+pub struct FutureMaker {
+    future_type: Py<PyType>,
+    initial: Vec<(Py<PyString>, Py<PyAny>)>,
+}
+
+impl FutureMaker {
+    pub fn new(py: Python<'_>, future_type: Py<PyType>) -> PyResult<Self> {
+        let initial = future_type
+            .bind(py)
+            .getattr(pyo3::intern!(py, "_INITIAL"))?
+            .extract::<Vec<(Bound<'_, PyString>, Bound<'_, PyAny>)>>()?
+            .into_iter()
+            .map(|(k, v)| (k.unbind(), v.unbind()))
+            .collect();
+        Ok(FutureMaker {
+            future_type,
+            initial,
+        })
+    }
+
+    /// A new pending future.
+    pub fn make(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let obj = generic_alloc(self.future_type.bind(py))?;
+        for (name, value) in &self.initial {
+            // Plain attributes of the instance dict (no descriptor among them).
+            obj.setattr(name.bind(py), value.bind(py))?;
+        }
+        Ok(obj.unbind())
+    }
+}
+
+/// A zeroed instance of `tp` (what `object.__new__(tp)` makes), not initialised.
+fn generic_alloc<'py>(tp: &Bound<'py, PyType>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: PyType_GenericAlloc returns a new reference (or NULL with an exception set)
+    // to a zeroed instance of `tp`, tracked by the GC when the type is.
+    unsafe {
+        let raw = pyo3::ffi::PyType_GenericAlloc(tp.as_ptr().cast(), 0);
+        Bound::from_owned_ptr_or_err(tp.py(), raw)
+    }
+}
+
 /// Makes `SendResult`s without calling their `__init__`.
 pub struct ResultMaker {
     result_type: Py<PyType>,
@@ -71,13 +115,7 @@ impl ResultMaker {
         py: Python<'py>,
         values: [Bound<'py, PyAny>; 7],
     ) -> PyResult<Bound<'py, PyAny>> {
-        let tp = self.result_type.bind(py);
-        // SAFETY: PyType_GenericAlloc returns a new reference (or NULL with an exception
-        // set) to a zeroed instance of `tp`, tracked by the GC when the type is.
-        let obj = unsafe {
-            let raw = pyo3::ffi::PyType_GenericAlloc(tp.as_ptr().cast(), 0);
-            Bound::from_owned_ptr_or_err(py, raw)?
-        };
+        let obj = generic_alloc(self.result_type.bind(py))?;
         for (name, value) in self.slots.iter().zip(values) {
             // SAFETY: object, name and value are valid; the generic setter writes the slot
             // through its member descriptor, bypassing the frozen dataclass's __setattr__.

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench bench-ha bench-metrics bench-scale ha-crash-loop fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test bench bench-ha bench-metrics bench-peers bench-scale ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -106,6 +106,19 @@ bench-ha: install
 # (scraped every second) vs DISABLE, alternating rounds of one broker; about 2 minutes.
 bench-metrics: install
 	$(BIN)/python benches/metrics_overhead.py
+
+# rocketpy side by side with NATS JetStream and Redis Streams (benches/peers/README.md): each
+# server on 127.0.0.1 with a temporary store, the same four workloads from Python, medians of
+# PEER_ROUNDS rounds; 9.5 minutes with the defaults here. The servers come from Debian (apt, as
+# root or through passwordless sudo, when missing), their clients pinned into the venv only.
+# Knobs: PEER_SECONDS PEER_ROUNDS PEER_BACKLOG PEER_PROCS PEER_WINDOW PEER_FETCH PEER_SYSTEMS.
+PEER_CLIENTS := nats-py==2.16.0 redis==8.1.0 hiredis==3.5.0
+bench-peers: install
+	@command -v nats-server >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 || \
+	  { APT="apt-get"; [ "$$(id -u)" = 0 ] || APT="sudo -n apt-get"; \
+	    $$APT update -qq && DEBIAN_FRONTEND=noninteractive $$APT install -y -qq nats-server redis-server; }
+	$(BIN)/python -m pip install --quiet $(PEER_CLIENTS)
+	$(BIN)/python -m benches.peers
 
 # Topic scale (100 / 1,000 / 10,000 topics): creation, first send, route lookup, heartbeat,
 # broker RSS and disk blocks; about 5 minutes. LEVELS=100,1000 for a shorter run.

@@ -1,0 +1,173 @@
+"""rocketpy's side: ``Producer.send_async`` (auto-batching underneath) for throughput,
+``Producer.send`` for latency, and a ``LitePullConsumer`` for the backlog."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+
+from benches.peers.results import Latency, Throughput, consumed
+from rocketpy import ConsumeFromWhere, LitePullConsumer, Message, Producer, SendResult
+from rocketpy.admin import Admin
+from rocketpy.errors import ClientError, RocketpyError
+
+#: Queues of each benchmark topic (``rocketpy bench``'s topics and ``make bench-metrics`` use 8).
+QUEUES = 8
+#: Messages per pull: the broker's default cap (``maxTransferCountOnMessageInMemory``).
+PULL_BATCH = 32
+
+
+def prepare(address: str, name: str) -> None:
+    """Creates topic ``name`` with :data:`QUEUES` queues (waiting for the broker to register)."""
+    deadline = time.monotonic() + 30
+    with Admin(address) as admin:
+        while True:
+            try:
+                admin.create_topic(name, queues=QUEUES)
+                return
+            except ClientError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+
+class _Answers:
+    """Counts the answers of asynchronous sends (written by rocketpy's callback thread only)."""
+
+    __slots__ = ("answered", "failed")
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.failed = 0
+
+    def __call__(self, result: SendResult | None, error: BaseException | None) -> None:
+        self.answered += 1
+        if error is not None:
+            self.failed += 1
+
+
+def _pump(
+    producer: Producer,
+    name: str,
+    body: bytes,
+    window: int,
+    seconds: float | None,
+    count: int | None,
+) -> Throughput:
+    """``send_async`` in a tight loop, at most ``window`` unanswered, until ``seconds`` pass or
+    ``count`` are sent; then waits for the answers."""
+    answers = _Answers()
+    send = producer.send_async
+    sent = 0
+    started = time.perf_counter()
+    deadline = started + seconds if seconds is not None else float("inf")
+    limit = count if count is not None else -1
+    while sent != limit and time.perf_counter() < deadline:
+        for _ in range(256 if limit < 0 else min(256, limit - sent)):
+            while sent - answers.answered >= window:
+                time.sleep(0.0002)
+            try:
+                send(Message(name, body), answers)
+            except RocketpyError:
+                answers.answered += 1
+                answers.failed += 1
+            sent += 1
+    wait_until = time.monotonic() + 60
+    while answers.answered < sent and time.monotonic() < wait_until:
+        time.sleep(0.0005)
+    elapsed = time.perf_counter() - started
+    lost = sent - answers.answered
+    return Throughput(sent - answers.failed - lost, elapsed, answers.failed + lost)
+
+
+def _producer(address: str) -> Producer:
+    producer = Producer(f"peers_{os.getpid()}", address)
+    producer.start()
+    return producer
+
+
+def produce(
+    address: str,
+    name: str,
+    seconds: float,
+    size: int,
+    window: int,
+    ready: Callable[[], object] | None = None,
+) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.produce`."""
+    producer = _producer(address)
+    try:
+        producer.send(Message(name, b"warm-up"))  # route and connection before timing
+        if ready is not None:
+            ready()
+        return _pump(producer, name, b"x" * size, window, seconds, None)
+    finally:
+        producer.shutdown()
+
+
+def send_latency(address: str, name: str, seconds: float, size: int) -> Latency:
+    """See :meth:`benches.peers.clients.Client.send_latency`."""
+    producer = _producer(address)
+    body = b"x" * size
+    samples: list[float] = []
+    errors = 0
+    try:
+        producer.send(Message(name, b"warm-up"))
+        clock = time.perf_counter
+        started = clock()
+        deadline = started + seconds
+        now = started
+        while now < deadline:
+            try:
+                producer.send(Message(name, body))
+            except RocketpyError:
+                errors += 1
+            t = clock()
+            samples.append(t - now)
+            now = t
+        return Latency.of(samples, now - started, errors)
+    finally:
+        producer.shutdown()
+
+
+def fill(address: str, name: str, count: int, size: int, window: int) -> None:
+    """See :meth:`benches.peers.clients.Client.fill`."""
+    producer = _producer(address)
+    try:
+        producer.send(Message(name, b"x" * size))
+        result = _pump(producer, name, b"x" * size, window, None, count - 1)
+        if result.errors:
+            raise RuntimeError(f"rocketpy: {result.errors} messages of the backlog failed")
+    finally:
+        producer.shutdown()
+
+
+def consume(address: str, name: str, count: int, fetch: int) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.consume`: a new group's ``LitePullConsumer``
+    from the first offset, pulls of :data:`PULL_BATCH` (``fetch`` does not apply: the broker
+    caps a pull), offsets committed every 5 s as by default."""
+    consumer = LitePullConsumer(
+        f"{name}_reader_{uuid.uuid4().hex[:8]}",
+        address,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        pull_batch_size=PULL_BATCH,
+    )
+    consumer.subscribe(name, "*")
+    started = time.perf_counter()
+    consumer.start()
+    got = head = 0
+    first = 0.0
+    try:
+        while got < count:
+            msgs = consumer.poll(timeout_ms=30_000)
+            if not msgs:
+                break
+            if not got:
+                first, head = time.perf_counter(), len(msgs)
+            got += len(msgs)
+        last = time.perf_counter()
+    finally:
+        consumer.shutdown()
+    return consumed(count, got, head, started, first, last)

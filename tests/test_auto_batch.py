@@ -318,3 +318,27 @@ def test_asyncio_sends_go_straight_to_the_accumulator(dev: DevServer) -> None:
 
 def test_native_futures_start_as_send_future_init_makes_them() -> None:
     assert vars(SendFuture()) == dict(SendFuture._INITIAL)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_failing_answer_handler_still_ends_every_message(
+    dev: DevServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Producer, *args: object) -> None:
+        raise RuntimeError("broken handler")
+
+    monkeypatch.setattr(Producer, "_batch_done", broken)
+    p = producer(dev, "auto-batch-broken")
+    errors: list[BaseException | None] = []
+    try:
+        p.send(Message("AutoBatchBroken", b"route"))
+        futures = [
+            p.send_async(Message("AutoBatchBroken", f"{i}"), lambda r, e: errors.append(e))
+            for i in range(100)
+        ]
+        for f in futures:
+            with pytest.raises(RuntimeError, match="broken handler"):
+                f.result(30)
+    finally:
+        p.shutdown()
+    assert len(errors) == 100 and all(isinstance(e, RuntimeError) for e in errors)

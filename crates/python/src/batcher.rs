@@ -160,6 +160,10 @@ impl BatchSink<u32, Pending> for Sink {
             let answer = match on_done.bind(py).call1(args) {
                 Ok(answer) => answer,
                 Err(err) => {
+                    // Nothing is lost silently: every message learns of the failure.
+                    for item in items {
+                        item.fail(py, &err);
+                    }
                     err.write_unraisable(py, Some(on_done.bind(py)));
                     return;
                 }

@@ -30,6 +30,22 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// Ends the message with `err` (its future and callback), as Python's `_complete` does.
+    pub fn fail(self, py: Python<'_>, err: &PyErr) {
+        let future = self.future.into_bound(py);
+        let value = err.value(py).clone().into_any();
+        let none = py.None().into_bound(py);
+        if let Err(e) = future.call_method1(pyo3::intern!(py, "_finish"), (&none, &value)) {
+            e.write_unraisable(py, Some(&future));
+        }
+        let callback = self.callback.into_bound(py);
+        if !callback.is_none() {
+            if let Err(e) = callback.call1((&none, &value)) {
+                e.write_unraisable(py, Some(&callback));
+            }
+        }
+    }
+
     /// The messages as `(future, callback, uniq, message, fixed)` tuples (a failed request's
     /// messages, for Python to retry or fail).
     pub fn into_list(py: Python<'_>, items: Vec<Pending>) -> PyResult<Bound<'_, PyList>> {
@@ -139,32 +155,57 @@ impl ResultMaker {
     ) -> PyResult<()> {
         let none = py.None().into_bound(py);
         for (i, item) in items.into_iter().enumerate() {
-            let future = item.future.into_bound(py);
-            let callback = item.callback.into_bound(py);
-            let uniq = PyString::new(py, &item.uniq).into_any();
-            let offset_id = outcome.ids.get(i).map(String::as_str).unwrap_or("");
-            let offset = if outcome.first_offset < 0 {
-                -1
-            } else {
-                outcome.first_offset + i as i64
-            };
-            let result = self.make(
-                py,
-                [
-                    outcome.status.clone(),
-                    uniq,
-                    PyString::new(py, offset_id).into_any(),
-                    outcome.queue.clone(),
-                    offset.into_pyobject(py)?.into_any(),
-                    outcome.region.clone(),
-                    none.clone(),
-                ],
-            )?;
-            finish_future(&future, &result, &none)?;
-            if !callback.is_none() {
-                if let Err(err) = callback.call1((&result, &none)) {
-                    err.write_unraisable(py, Some(&callback));
-                }
+            if let Err(err) = self.complete(py, outcome, i, &none, item) {
+                err.write_unraisable(py, None);
+            }
+        }
+        Ok(())
+    }
+
+    /// Completes message `i` of the request; an error making its result fails it instead.
+    fn complete(
+        &self,
+        py: Python<'_>,
+        outcome: &Outcome<'_>,
+        i: usize,
+        none: &Bound<'_, PyAny>,
+        item: Pending,
+    ) -> PyResult<()> {
+        let offset_id = outcome.ids.get(i).map(String::as_str).unwrap_or("");
+        let offset = if outcome.first_offset < 0 {
+            -1
+        } else {
+            outcome.first_offset + i as i64
+        };
+        let offset = match offset.into_pyobject(py) {
+            Ok(offset) => offset.into_any(),
+            Err(never) => match never {},
+        };
+        let made = self.make(
+            py,
+            [
+                outcome.status.clone(),
+                PyString::new(py, &item.uniq).into_any(),
+                PyString::new(py, offset_id).into_any(),
+                outcome.queue.clone(),
+                offset,
+                outcome.region.clone(),
+                none.clone(),
+            ],
+        );
+        let result = match made {
+            Ok(result) => result,
+            Err(err) => {
+                item.fail(py, &err);
+                return Err(err);
+            }
+        };
+        let future = item.future.bind(py);
+        finish_future(future, &result, none)?;
+        let callback = item.callback.bind(py);
+        if !callback.is_none() {
+            if let Err(err) = callback.call1((&result, none)) {
+                err.write_unraisable(py, Some(callback));
             }
         }
         Ok(())

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -71,7 +72,7 @@ def _first_line(argv: list[str]) -> str:
     return text.splitlines()[0] if text else "unknown"
 
 
-class Server:
+class Server(ABC):
     """One server process. Subclasses give its command line, the log line that says it is
     ready, the signal that stops it cleanly, and how clients reach it.
 
@@ -92,19 +93,19 @@ class Server:
         self.log_path = self.dir / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
+    @abstractmethod
     def command(self) -> list[str]:
         """The command line (ports and directories already chosen)."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def address(self) -> str:
         """What a client connects to."""
-        raise NotImplementedError
 
     @staticmethod
+    @abstractmethod
     def version() -> str:
         """The server's version, as the program reports it."""
-        raise NotImplementedError
 
     def start(self, timeout: float = 60.0) -> Server:
         """Starts the process and waits until its log says it is ready."""

@@ -267,26 +267,11 @@ where
     /// Waits until `size` more bytes fit (or nothing is held), up to `timeout`; false when
     /// the time ran out or the accumulator closed.
     pub fn wait_for_space(&self, size: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.lock();
-        loop {
-            if state.closed {
-                return false;
-            }
-            if state.held == 0 || state.held + size <= self.shared.settings.total_max_bytes {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = self
-                .shared
-                .released
-                .wait_timeout(state, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        let total = self.shared.settings.total_max_bytes;
+        self.wait_until(timeout, |state| {
+            state.closed || state.held == 0 || state.held + size <= total
+        })
+        .is_some_and(|state| !state.closed)
     }
 
     /// Sends everything gathering now (ignoring `max_delay`) and waits up to `timeout` until
@@ -304,12 +289,22 @@ where
         for (lane, batch) in ready {
             self.launch(lane, batch);
         }
+        self.wait_until(timeout, |state| state.held == 0).is_some()
+    }
+
+    /// The state once `done` holds for it (checked whenever bytes are released), or None
+    /// when `timeout` passed first.
+    fn wait_until(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&State<K, T>) -> bool,
+    ) -> Option<MutexGuard<'_, State<K, T>>> {
         let deadline = Instant::now() + timeout;
         let mut state = self.lock();
-        while state.held > 0 {
+        while !done(&state) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return false;
+                return None;
             }
             state = self
                 .shared
@@ -318,7 +313,7 @@ where
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
-        true
+        Some(state)
     }
 
     /// Refuses further items and wakes anyone waiting for space; what is held still goes.

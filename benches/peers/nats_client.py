@@ -17,6 +17,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck, StorageType
 
+from benches.peers.pacing import chunks
 from benches.peers.results import Latency, Throughput, consumed
 
 #: How long to wait for the last answers (publish_async has no timeout of its own).
@@ -65,10 +66,8 @@ async def _pump(
     publish = js.publish_async
     sent = 0
     started = time.perf_counter()
-    deadline = started + seconds if seconds is not None else float("inf")
-    limit = count if count is not None else -1
-    while sent != limit and time.perf_counter() < deadline:
-        for _ in range(256 if limit < 0 else min(256, limit - sent)):
+    for n in chunks(seconds, count, 256):
+        for _ in range(n):
             future = await publish(name, body)
             future.add_done_callback(acks)
             sent += 1

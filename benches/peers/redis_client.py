@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import redis
 
+from benches.peers.pacing import chunks
 from benches.peers.results import Latency, Throughput, consumed
 
 FIELD = b"b"
@@ -35,18 +36,13 @@ def _pump(
     ok = failed = 0
     fields = {FIELD: body}
     started = time.perf_counter()
-    deadline = started + seconds if seconds is not None else float("inf")
-    left = count if count is not None else -1
     pipe = r.pipeline(transaction=False)
-    while left != 0 and time.perf_counter() < deadline:
-        n = window if left < 0 else min(window, left)
+    for n in chunks(seconds, count, window):
         for _ in range(n):
             pipe.xadd(name, fields)  # type: ignore[arg-type]
         answers = pipe.execute(raise_on_error=False)
         bad = sum(1 for a in answers if isinstance(a, Exception))
         ok, failed = ok + n - bad, failed + bad
-        if left > 0:
-            left -= n
     return Throughput(ok, time.perf_counter() - started, failed)
 
 

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+from benches.peers.pacing import chunks
 from benches.peers.results import Latency, Throughput, consumed
 from rocketpy import ConsumeFromWhere, LitePullConsumer, Message, Producer, SendResult
 from rocketpy.admin import Admin
@@ -62,10 +63,8 @@ def _pump(
     send = producer.send_async
     sent = 0
     started = time.perf_counter()
-    deadline = started + seconds if seconds is not None else float("inf")
-    limit = count if count is not None else -1
-    while sent != limit and time.perf_counter() < deadline:
-        for _ in range(256 if limit < 0 else min(256, limit - sent)):
+    for n in chunks(seconds, count, 256):
+        for _ in range(n):
             while sent - answers.answered >= window:
                 time.sleep(0.0002)
             try:

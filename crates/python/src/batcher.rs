@@ -22,7 +22,7 @@ use crate::client::{RemotingClient, RemotingResponse};
 use crate::errors;
 use crate::process::{self, Owner};
 use crate::send_results::{FutureMaker, Outcome, Pending, ResultMaker};
-use crate::unique_id::UniqueIds;
+use crate::unique_id::{now_millis, UniqueIds};
 
 /// Where a lane's requests go.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -80,13 +80,6 @@ impl Sink {
             broker_name: None,
         }
     }
-}
-
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// The flag, body range and properties of one encoded batch item (the layout

@@ -18,7 +18,8 @@ pub struct UniqueIds {
     roll: Py<PyAny>,
 }
 
-fn now_millis() -> i64 {
+/// Wall-clock milliseconds since the epoch.
+pub(crate) fn now_millis() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

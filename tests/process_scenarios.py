@@ -90,6 +90,13 @@ def blocked_invoke(ns: str, silent: str) -> None:
     client.invoke(silent, 105, dict(topic="T"), None, 60_000)
 
 
+def blocked_direct_invoke(ns: str, silent: str) -> None:
+    """The same, waiting in this thread's own read (a direct connection, as sends use)."""
+    client = RemotingClient()
+    say("waiting")
+    client.invoke(silent, 105, dict(topic="T"), None, 60_000, direct=True)
+
+
 def consuming(ns: str, topic: str) -> None:
     """A consumer application's main loop, until Ctrl-C."""
     c = PushConsumer("proc-sigint-c", ns)

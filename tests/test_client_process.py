@@ -79,9 +79,9 @@ def test_exit_while_busy_never_crashes(shared_dev, silent):
         assert took < 10, took
 
 
-@pytest.mark.parametrize("scenario", ["blocked_invoke", "consuming"])
+@pytest.mark.parametrize("scenario", ["blocked_invoke", "blocked_direct_invoke", "consuming"])
 def test_ctrl_c_stops_the_program(shared_dev, silent, scenario):
-    arg = silent if scenario == "blocked_invoke" else "ProcSigint"
+    arg = silent if scenario.startswith("blocked") else "ProcSigint"
     proc = start(scenario, shared_dev.namesrv, arg)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)

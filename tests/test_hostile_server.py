@@ -144,7 +144,10 @@ def test_hostile_answers_raise_errors_not_panics(hostile):
         for i in range(400):
             code = list(CALLS)[i % len(CALLS)]
             try:
-                resp = client.invoke(hostile.addr, code, HEADERS[code], b"x", 300)
+                # Every other request waits in this thread's own read (as sends do).
+                resp = client.invoke(
+                    hostile.addr, code, HEADERS[code], b"x", 300, direct=i % 2 == 0
+                )
             except RocketpyError:
                 outcomes["error"] += 1
                 continue

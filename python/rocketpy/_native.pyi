@@ -60,13 +60,17 @@ class UniqueIds:
     def __init__(self, prefix: str, roll: Callable[[int], tuple[int, int]]) -> None: ...
     def next(self) -> str: ...
 
-class SendAccumulator:
-    """A producer's auto-batching: messages gather per lane (broker address, topic, queue)
-    and each lane's leave in order, one request at a time. ``on_done(addr, topic,
-    broker_name, queue_id, elapsed_s, response, error, items)`` runs on the callback thread
-    once per request and returns None (it ended the items) or ``(status, queue, region,
-    msg_ids, first_offset)``, with which every item ``(future, callback, uniq, message,
-    fixed)`` gets its ``result_type`` natively."""
+class ProducerCore:
+    """A producer's native send paths over shared lanes (broker address, topic, queue).
+
+    Auto-batching (``add``): messages gather per lane and each lane's leave in order, one
+    request at a time. ``on_done(addr, topic, broker_name, queue_id, elapsed_s, response,
+    error, items)`` runs on the callback thread once per request and returns None (it ended
+    the items) or ``(status, queue, region, msg_ids, first_offset)``, with which every item
+    ``(future, callback, uniq, message, fixed)`` gets its ``result_type`` natively.
+
+    Direct sends (``send``): one message, written and answered in the calling thread,
+    its ``result_type`` made natively (``statuses`` maps the codes that mean stored)."""
 
     def __init__(
         self,
@@ -77,6 +81,9 @@ class SendAccumulator:
         on_done: Callable[..., Any],
         result_type: type,
         future_type: type,
+        queue_type: type,
+        statuses: Mapping[int, Any],
+        client_id: str,
         unique_ids: UniqueIds,
         compress_over: int,
         max_bytes: int = 32768,
@@ -96,6 +103,11 @@ class SendAccumulator:
     ) -> Future[Any] | str:
         """The message's new future when added; else a str: "" when the message cannot be
         batched (send it alone), or why it was refused (full for ``timeout_ms``, closed)."""
+    def send(
+        self, lane: int, message: Any, timeout_ms: int
+    ) -> Any | str | tuple[str, RemotingResponse | None, BaseException | None]:
+        """The message's ``result_type`` when stored; "" when it must go from Python (a
+        body to compress); else ``(uniq, response, error)``."""
     def flush(self, timeout_ms: int) -> bool:
         """Sends what gathers and waits until every message was answered."""
     def close(self) -> None: ...
@@ -109,6 +121,7 @@ class RemotingClient:
         self,
         request_handler: Callable[[int, Header, bytes, str], None] | None = None,
         connect_timeout_ms: int = 3000,
+        direct_connections: int = 4,
     ) -> None: ...
     def invoke(
         self,
@@ -118,7 +131,10 @@ class RemotingClient:
         body: bytes | None = None,
         timeout_ms: int = 3000,
         binary: bool = False,
-    ) -> RemotingResponse: ...
+        direct: bool = False,
+    ) -> RemotingResponse:
+        """With ``direct``, this thread writes and reads over a connection of its own when
+        one of ``direct_connections`` is free (for sends)."""
     def invoke_oneway(
         self,
         addr: str,
@@ -264,6 +280,10 @@ def java_string_hash(s: str) -> int: ...
 def encode_batch(items: list[tuple[int, bytes, str]]) -> bytes: ...
 def fastjson_to_json(data: bytes) -> bytes: ...
 def release_free_memory() -> None: ...
+def enable_send_metrics() -> None: ...
+def record_send(client_id: str, topic: str, elapsed_s: float, ok: bool, messages: int) -> None: ...
+def send_metrics() -> list[tuple[str, str, bool, list[int], float, int]]: ...
+def send_metric_buckets() -> list[float]: ...
 def init_logging(level: str = "info", stderr: bool = True) -> None: ...
 
 class InvalidArgumentError(RocketpyError): ...

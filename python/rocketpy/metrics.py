@@ -9,6 +9,7 @@ with its own ``prometheus_client.start_http_server(port)`` next to its other met
   RocketMQ 5.x's clients;
 - ``rocketpy_client_messages_sent_total`` (``topic``, ``client_id``): messages the broker
   stored; ``rocketpy_client_send_failures_total``: failed attempts (each retry counts);
+  these three are counted natively, wherever a send ends, and read when scraped;
 - ``rocketmq_process_time`` (histogram, milliseconds; ``topic``, ``consumer_group``,
   ``client_id``, ``invocation_status``): listener calls of push consumers;
 - ``rocketpy_client_consume_lag_messages`` (gauge; ``consumer_group``, ``topic``, ``broker``,
@@ -27,13 +28,15 @@ import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from rocketpy import _native
+
 if TYPE_CHECKING:
     from rocketpy.consumer.base import ConsumerBase
 
 __all__ = ["METRICS", "ClientMetrics"]
 
 #: RocketMQ 5.x clients' send and process-time buckets, in milliseconds.
-_BUCKETS_MS = (1.0, 5.0, 10.0, 20.0, 50.0, 200.0, 500.0, float("inf"))
+_BUCKETS_MS = (*_native.send_metric_buckets(), float("inf"))
 
 
 class _LagCollector:
@@ -65,32 +68,63 @@ class _LagCollector:
         yield family
 
 
+class _SendCollector:
+    """Reads the native send table (``rocketpy._native.send_metrics``) when scraped."""
+
+    def describe(self) -> Iterator[Any]:
+        # Named up front, so that registering twice fails as it does for other metrics.
+        return self._families([])
+
+    def collect(self) -> Iterator[Any]:
+        return self._families(_native.send_metrics())
+
+    @staticmethod
+    def _families(rows: list[tuple[str, str, bool, list[int], float, int]]) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+        bounds = [*_native.send_metric_buckets(), float("inf")]
+        cost = HistogramMetricFamily(
+            "rocketmq_send_cost_time",
+            "Send attempts and their time in milliseconds",
+            labels=["topic", "client_id", "invocation_status"],
+        )
+        sent = CounterMetricFamily(
+            "rocketpy_client_messages_sent",
+            "Messages the broker stored",
+            labels=["topic", "client_id"],
+        )
+        failed = CounterMetricFamily(
+            "rocketpy_client_send_failures",
+            "Failed send attempts (each retry counts)",
+            labels=["topic", "client_id"],
+        )
+        for client_id, topic, ok, counts, sum_ms, messages in rows:
+            cumulative, buckets = 0, []
+            for bound, n in zip(bounds, counts, strict=True):
+                cumulative += n
+                buckets.append((_bound_label(bound), cumulative))
+            status = "success" if ok else "failure"
+            cost.add_metric([topic, client_id, status], buckets, sum_ms)
+            (sent if ok else failed).add_metric([topic, client_id], messages)
+        yield cost
+        yield sent
+        yield failed
+
+
+def _bound_label(bound: float) -> str:
+    """A bucket's ``le`` label as prometheus_client writes it ("5.0", "+Inf")."""
+    return "+Inf" if bound == float("inf") else repr(float(bound))
+
+
 class ClientMetrics:
     """The client's metric families, registered once in ``prometheus_client``'s registry."""
 
     def __init__(self, registry: Any = None) -> None:
-        from prometheus_client import REGISTRY, Counter, Histogram
+        from prometheus_client import REGISTRY, Histogram
 
         registry = registry if registry is not None else REGISTRY
-        self._send_cost = Histogram(
-            "rocketmq_send_cost_time",
-            "Send attempts and their time in milliseconds",
-            ["topic", "client_id", "invocation_status"],
-            buckets=_BUCKETS_MS,
-            registry=registry,
-        )
-        self._sent = Counter(
-            "rocketpy_client_messages_sent",
-            "Messages the broker stored",
-            ["topic", "client_id"],
-            registry=registry,
-        )
-        self._failures = Counter(
-            "rocketpy_client_send_failures",
-            "Failed send attempts (each retry counts)",
-            ["topic", "client_id"],
-            registry=registry,
-        )
+        registry.register(_SendCollector())
+        _native.enable_send_metrics()
         self._process_time = Histogram(
             "rocketmq_process_time",
             "Listener calls of push consumers and their time in milliseconds",
@@ -104,23 +138,11 @@ class ClientMetrics:
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
         self._lock = threading.Lock()
 
-    def _send_children(self, topic: str, client_id: str, ok: bool) -> tuple[Any, Any]:
-        key = ("send", topic, client_id, "success" if ok else "failure")
-        child = self._children.get(key)
-        if child is None:
-            with self._lock:
-                hist = self._send_cost.labels(topic, client_id, key[3])
-                count = (self._sent if ok else self._failures).labels(topic, client_id)
-                child = self._children.setdefault(key, (hist, count))
-        return child
-
-    def record_send(
-        self, topic: str, client_id: str, elapsed_s: float, ok: bool, messages: int
-    ) -> None:
-        """One send attempt of ``messages`` messages took ``elapsed_s``."""
-        hist, count = self._send_children(topic, client_id, ok)
-        hist.observe(elapsed_s * 1000.0)
-        count.inc(messages if ok else 1)
+    @staticmethod
+    def record_send(topic: str, client_id: str, elapsed_s: float, ok: bool, messages: int) -> None:
+        """One send attempt of ``messages`` messages took ``elapsed_s`` (the native send
+        paths record their own)."""
+        _native.record_send(client_id, topic, elapsed_s, ok, messages)
 
     def record_process(
         self, topic: str, group: str, client_id: str, elapsed_s: float, ok: bool

@@ -14,11 +14,12 @@ import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import cast
 
 from rocketpy._future import SendFuture
 from rocketpy._native import (
+    ProducerCore,
     RemotingResponse,
-    SendAccumulator,
     encode_batch,
     encode_properties,
     java_string_hash,
@@ -181,10 +182,14 @@ class Producer:
         self.batch_max_delay_ms = batch_max_delay_ms
         self.batch_max_bytes = batch_max_bytes
         self.total_batch_max_bytes = total_batch_max_bytes
-        self._accumulator: SendAccumulator | None = None
-        #: Per topic, its write queues with their master's address (auto-batching's
-        #: round-robin without a route look-up per message); dropped when the route changes.
+        #: The native send paths (auto-batching, direct synchronous sends), once started.
+        self._core: ProducerCore | None = None
+        #: Per topic, its write queues with their master's address as the core's lanes (the
+        #: native paths' round-robin without a route look-up per message); dropped when the
+        #: route changes.
         self._lanes: dict[str, list[int]] = {}
+        #: Each lane's broker address and queue (what Python needs when a native send fails).
+        self._lane_queues: dict[int, tuple[str, MessageQueue]] = {}
         self._config = client_config or ClientConfig(namesrv_addr, instance_name=instance_name)
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
@@ -205,32 +210,34 @@ class Producer:
             inst.release()
             raise
         self._instance = inst
-        if self.auto_batch:
-            self._accumulator = SendAccumulator(
-                inst.remoting,
-                self.group,
-                AUTO_CREATE_TOPIC_KEY,
-                self.default_topic_queue_nums,
-                self._batch_done,
-                SendResult,
-                SendFuture,
-                unique_ids.native,
-                min(self.compress_msg_body_over_howmuch, self.max_message_size),
-                # A request never exceeds what a broker takes as one message.
-                max_bytes=min(self.batch_max_bytes, self.max_message_size),
-                max_delay_ms=self.batch_max_delay_ms,
-                total_max_bytes=self.total_batch_max_bytes,
-                timeout_ms=self.send_timeout_ms,
-            )
+        self._core = ProducerCore(
+            inst.remoting,
+            self.group,
+            AUTO_CREATE_TOPIC_KEY,
+            self.default_topic_queue_nums,
+            self._batch_done,
+            SendResult,
+            SendFuture,
+            MessageQueue,
+            _STATUS,
+            inst.client_id,
+            unique_ids.native,
+            min(self.compress_msg_body_over_howmuch, self.max_message_size),
+            # A request never exceeds what a broker takes as one message.
+            max_bytes=min(self.batch_max_bytes, self.max_message_size),
+            max_delay_ms=self.batch_max_delay_ms,
+            total_max_bytes=self.total_batch_max_bytes,
+            timeout_ms=self.send_timeout_ms,
+        )
 
     def shutdown(self) -> None:
         """Unregisters from the brokers and releases the connections (in a child process
         after ``os.fork()``, only forgets them: they belong to the parent)."""
-        acc, self._accumulator = self._accumulator, None
-        if acc is not None:
+        core, self._core = self._core, None
+        if core is not None:
             # What was accepted goes out (and is answered) before the connections close.
-            acc.close()
-            acc.flush(self.send_timeout_ms)
+            core.close()
+            core.flush(self.send_timeout_ms)
         inst, self._instance = self._instance, None
         if inst is not None and not inst.forked():
             inst.unregister_producer(self.group)
@@ -478,9 +485,61 @@ class Producer:
             ClientError: invalid message, no route, or every attempt failed.
             BrokerResponseError: the broker refused the message for a reason a retry cannot fix.
         """
+        core = self._core
+        if (
+            core is not None
+            and queue is None
+            and selector is None
+            and not self.send_latency_fault_enable
+        ):
+            # The hot path: a cached lane; request, answer and result are native.
+            lanes = self._lanes.get(msg.topic)
+            if lanes is None:
+                lanes = self._lanes_of(core, msg.topic)
+            if lanes:
+                timeout = self.send_timeout_ms if timeout_ms is None else timeout_ms
+                deadline = now_millis() + timeout
+                lane = lanes[next(self._index) % len(lanes)]
+                sent = core.send(lane, msg, timeout)
+                if isinstance(sent, tuple):
+                    return self._retry_direct(msg, lane, sent, deadline)
+                if not isinstance(sent, str):
+                    return cast(SendResult, sent)
+                # "": a body to compress; the Python path below sends it.
         prepared = self._prepare(msg)
         return self._send_sync(
             prepared, self._choose(prepared, queue, selector, arg, msg), timeout_ms
+        )
+
+    def _retry_direct(
+        self,
+        msg: Message,
+        lane: int,
+        failed: tuple[str, RemotingResponse | None, BaseException | None],
+        deadline: int,
+    ) -> SendResult:
+        """The first attempt of :meth:`send` (native) failed: raise, or go on with the
+        retries in Python under the same unique id and deadline."""
+        uniq, resp, err = failed
+        addr, mq = self._lane_queues[lane]
+        with self._lock:
+            self._lanes.pop(msg.topic, None)
+        if resp is not None:
+            try:
+                # Raises for every answer that is not "stored" (the native path took those).
+                self._result(resp, addr, mq, uniq)
+            except BrokerResponseError as e:
+                if e.code not in _RETRY_CODES:
+                    raise
+                err = e
+        error = str(err)
+        attempts = 1 + max(0, self.retry_times_when_send_failed)
+        log.warning("send to %s failed (attempt 1/%d): %s", mq, attempts, error)
+        info = self.publish_info(msg.topic)
+        if attempts > 1:
+            info = self._refresh_after_failure(msg.topic, info)
+        return self._send_sync(
+            self._prepare(msg, uniq), None, None, deadline, 1, mq.broker_name, [error], info
         )
 
     def send_batch(
@@ -502,7 +561,7 @@ class Producer:
         started = time.monotonic()
         try:
             resp = self._client().remoting.invoke(
-                addr, prepared.code, header, prepared.body, max(1, timeout_ms)
+                addr, prepared.code, header, prepared.body, max(1, timeout_ms), direct=True
             )
             result = self._result(resp, addr, mq, prepared.msg_id)
         except (RemotingError, ClientError, BrokerResponseError):
@@ -512,17 +571,30 @@ class Producer:
         return result
 
     def _send_sync(
-        self, prepared: _Prepared, fixed: MessageQueue | None, timeout_ms: int | None
+        self,
+        prepared: _Prepared,
+        fixed: MessageQueue | None,
+        timeout_ms: int | None,
+        deadline: int | None = None,
+        first: int = 0,
+        last_broker: str | None = None,
+        errors: list[str] | None = None,
+        info: TopicPublishInfo | None = None,
     ) -> SendResult:
-        timeout = timeout_ms if timeout_ms is not None else self.send_timeout_ms
-        deadline = now_millis() + timeout
+        """Sends ``prepared`` (to ``fixed`` only, or retrying on other brokers), from
+        attempt number ``first`` on, until ``deadline`` (ms; default: ``timeout_ms`` from
+        now)."""
+        if deadline is None:
+            deadline = now_millis() + (
+                timeout_ms if timeout_ms is not None else self.send_timeout_ms
+            )
         if fixed is not None:
-            return self._send_once(prepared, fixed, timeout)
-        info = self.publish_info(prepared.topic)
+            return self._send_once(prepared, fixed, max(1, deadline - now_millis()))
+        if info is None:
+            info = self.publish_info(prepared.topic)
         attempts = 1 + max(0, self.retry_times_when_send_failed)
-        last_broker: str | None = None
-        errors: list[str] = []
-        for attempt in range(attempts):
+        errors = list(errors or ())
+        for attempt in range(first, attempts):
             left = deadline - now_millis()
             if left <= 0:
                 break
@@ -567,17 +639,17 @@ class Producer:
             ClientError: invalid message, no route, or (auto-batching) the producer held
                 ``total_batch_max_bytes`` of unanswered messages for ``send_timeout_ms``.
         """
-        acc = self._accumulator
-        if acc is not None and timeout_ms is None:
+        core = self._core if self.auto_batch else None
+        if core is not None and timeout_ms is None:
             # The hot path of auto-batching: a cached lane, the rest is native.
             if queue is None and selector is None and not self.send_latency_fault_enable:
                 lanes = self._lanes.get(msg.topic)
                 if lanes is None:
-                    lanes = self._lanes_of(acc, msg.topic)
+                    lanes = self._lanes_of(core, msg.topic)
                 if lanes:
-                    # Every message's path: the accumulator makes the future too.
+                    # Every message's path: the core makes the future too.
                     lane = lanes[next(self._index) % len(lanes)]
-                    added = acc.add(lane, msg, callback, False, self.send_timeout_ms)
+                    added = core.add(lane, msg, callback, False, self.send_timeout_ms)
                     if not isinstance(added, str):
                         return added
                     self._refused(msg, added)
@@ -587,8 +659,8 @@ class Producer:
                 mq = chosen or self._select_queue(self.publish_info(msg.topic), None)
                 addr = self._client().master_addr(mq.broker_name)
                 if addr is not None:
-                    lane = acc.lane(addr, mq.broker_name, mq.topic, mq.queue_id)
-                    added = acc.add(lane, msg, callback, chosen is not None, self.send_timeout_ms)
+                    lane = self._lane(core, addr, mq)
+                    added = core.add(lane, msg, callback, chosen is not None, self.send_timeout_ms)
                     if not isinstance(added, str):
                         return added
                     self._refused(msg, added)
@@ -603,13 +675,13 @@ class Producer:
         """:meth:`send_async` when it cannot block — the topic's queues are known and the
         auto-batching accumulator has room — else None (then call :meth:`send_async`, e.g.
         in a worker thread). For event loops: ``AsyncProducer`` sends this way."""
-        acc = self._accumulator
-        if acc is None or self.send_latency_fault_enable:
+        core = self._core
+        if core is None or not self.auto_batch or self.send_latency_fault_enable:
             return None
         lanes = self._lanes.get(msg.topic)
         if not lanes:
             return None
-        added = acc.add(lanes[next(self._index) % len(lanes)], msg, None, False, 0)
+        added = core.add(lanes[next(self._index) % len(lanes)], msg, None, False, 0)
         return None if isinstance(added, str) else added
 
     def _refused(self, msg: Message, refused: str) -> None:
@@ -624,26 +696,30 @@ class Producer:
         check_topic(topic)
         return not topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
-    def _lanes_of(self, acc: SendAccumulator, topic: str) -> list[int]:
+    def _lanes_of(self, core: ProducerCore, topic: str) -> list[int]:
         """The lanes of ``topic``'s write queues (cached until the route changes); empty
-        when its messages cannot be batched."""
+        when its messages cannot take the native paths (a retry topic)."""
         if not self._batchable_topic(topic):
             return []
         info = self.publish_info(topic)
         inst = self._client()
         lanes = [
-            acc.lane(a, mq.broker_name, topic, mq.queue_id)
-            for mq in info.queues
-            if (a := inst.master_addr(mq.broker_name))
+            self._lane(core, a, mq) for mq in info.queues if (a := inst.master_addr(mq.broker_name))
         ]
         if not lanes:
             # No cached address: look it up (and raise if there is none).
             mq = info.queues[0]
-            lanes = [acc.lane(self._addr(mq), mq.broker_name, topic, mq.queue_id)]
+            lanes = [self._lane(core, self._addr(mq), mq)]
         elif not info.from_template:
             with self._lock:
                 self._lanes[topic] = lanes
         return lanes
+
+    def _lane(self, core: ProducerCore, addr: str, mq: MessageQueue) -> int:
+        """The core's lane to ``mq`` at ``addr``."""
+        lane = core.lane(addr, mq.broker_name, mq.topic, mq.queue_id)
+        self._lane_queues[lane] = (addr, mq)
+        return lane
 
     def _batch_done(
         self,

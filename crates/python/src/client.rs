@@ -17,8 +17,8 @@ use rocketpy_remoting::{
 use crate::callbacks;
 use crate::errors;
 use crate::header::{fields_dict, request_fields, Header};
-use crate::process::Owner;
-use crate::runtime::{runtime, wait};
+use crate::process::{self, Owner};
+use crate::runtime::{refuse_on_io_thread, runtime, wait};
 
 /// A response.
 #[pyclass(module = "rocketpy._native", frozen)]
@@ -124,6 +124,56 @@ impl RequestHandler for PyRequestHandler {
     }
 }
 
+/// Sends `cmd` to `addr` and waits up to `timeout` for the answer with the GIL released:
+/// this thread writes and reads over a direct connection when one is free (see
+/// `rocketpy_remoting::direct`), else the shared connection carries it. On the main thread a
+/// signal (Ctrl-C) raises here, as in [`wait`]. The outer error is Python's (a signal, a
+/// forbidden thread); the inner one the transport's.
+pub(crate) fn invoke_blocking(
+    py: Python<'_>,
+    client: &NativeClient,
+    addr: &str,
+    cmd: RemotingCommand,
+    timeout: Duration,
+) -> PyResult<rocketpy_remoting::Result<RemotingCommand>> {
+    refuse_on_io_thread()?;
+    let main = process::is_main_thread();
+    let mut interrupt: Option<PyErr> = None;
+    let direct = process::detach(py, || {
+        let started = std::time::Instant::now();
+        let mut conn = match client.direct().take(addr, timeout) {
+            Ok(Some(conn)) => conn,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut check = || match Python::attach(|py| py.check_signals()) {
+            Ok(()) => true,
+            Err(e) => {
+                interrupt = Some(e);
+                false
+            }
+        };
+        let poll = main.then_some((
+            Duration::from_millis(100),
+            &mut check as &mut dyn FnMut() -> bool,
+        ));
+        Some(conn.invoke(&cmd, timeout.saturating_sub(started.elapsed()), poll))
+    });
+    match direct {
+        Some(Err(rocketpy_remoting::RemotingError::Interrupted(addr))) => Err(interrupt
+            .unwrap_or_else(|| {
+                pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
+                    "request to {addr} interrupted"
+                ))
+            })),
+        Some(out) => Ok(out),
+        None => {
+            let client = client.clone();
+            wait(py, async move { client.invoke(addr, cmd, timeout).await })
+        }
+    }
+}
+
 fn build(
     code: i32,
     header: Option<&Bound<'_, PyDict>>,
@@ -158,8 +208,12 @@ impl RemotingClient {
 #[pymethods]
 impl RemotingClient {
     #[new]
-    #[pyo3(signature = (request_handler=None, connect_timeout_ms=3000))]
-    fn new(request_handler: Option<Py<PyAny>>, connect_timeout_ms: u64) -> Self {
+    #[pyo3(signature = (request_handler=None, connect_timeout_ms=3000, direct_connections=4))]
+    fn new(
+        request_handler: Option<Py<PyAny>>,
+        connect_timeout_ms: u64,
+        direct_connections: usize,
+    ) -> Self {
         let handler = request_handler.map(|h| {
             Arc::new(PyRequestHandler {
                 handler: Arc::new(h),
@@ -167,6 +221,7 @@ impl RemotingClient {
         });
         let config = ClientConfig {
             connect_timeout: Duration::from_millis(connect_timeout_ms),
+            direct_connections,
         };
         RemotingClient {
             inner: NativeClient::new(config, handler, runtime().handle().clone()),
@@ -175,8 +230,11 @@ impl RemotingClient {
     }
 
     /// Sends a request and waits for its response. `header` gives the request header by
-    /// attribute name (see `rocketpy_protocol::header`).
-    #[pyo3(signature = (addr, code, header=None, body=None, timeout_ms=3000, binary=false))]
+    /// attribute name (see `rocketpy_protocol::header`). With `direct`, this thread writes
+    /// the request and reads the answer itself when a direct connection is free (for
+    /// requests no answer of the server depends on, such as sends; see
+    /// `rocketpy_remoting::direct`).
+    #[pyo3(signature = (addr, code, header=None, body=None, timeout_ms=3000, binary=false, direct=false))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn invoke(
         &self,
@@ -187,17 +245,18 @@ impl RemotingClient {
         body: Option<&[u8]>,
         timeout_ms: u64,
         binary: bool,
+        direct: bool,
     ) -> PyResult<RemotingResponse> {
         self.owner.check("client")?;
         let cmd = build(code, header, body, binary)?;
-        let client = self.inner.clone();
-        let fut = async move {
-            client
-                .invoke(addr, cmd, Duration::from_millis(timeout_ms))
-                .await
+        let timeout = Duration::from_millis(timeout_ms);
+        let resp = if direct {
+            invoke_blocking(py, &self.inner, addr, cmd, timeout)?
+        } else {
+            let client = self.inner.clone();
+            wait(py, async move { client.invoke(addr, cmd, timeout).await })?
         };
-        wait(py, fut)?
-            .map(|resp| RemotingResponse::new(code, resp))
+        resp.map(|resp| RemotingResponse::new(code, resp))
             .map_err(errors::remoting)
     }
 

@@ -5,8 +5,10 @@ mod batcher;
 mod buffer;
 mod callbacks;
 mod client;
+mod client_metrics;
 mod columnar;
 mod columns;
+mod direct_send;
 mod errors;
 mod header;
 mod json;
@@ -14,9 +16,11 @@ mod logging;
 mod memory;
 mod message;
 mod process;
+mod producer_core;
 mod protocol;
 mod pull_range;
 mod runtime;
+mod send_lanes;
 mod send_results;
 mod server;
 mod store;
@@ -38,7 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     protocol::register(m)?;
     m.add_class::<client::RemotingClient>()?;
     m.add_class::<client::RemotingResponse>()?;
-    m.add_class::<batcher::SendAccumulator>()?;
+    m.add_class::<producer_core::ProducerCore>()?;
     m.add_class::<unique_id::UniqueIds>()?;
     m.add_class::<header::Header>()?;
     m.add_class::<message::MessageExt>()?;
@@ -55,6 +59,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(logging::init_logging, m)?)?;
     m.add_function(wrap_pyfunction!(json::fastjson_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(process::release_free_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(client_metrics::enable_send_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(client_metrics::record_send, m)?)?;
+    m.add_function(wrap_pyfunction!(client_metrics::send_metrics, m)?)?;
+    m.add_function(wrap_pyfunction!(client_metrics::send_metric_buckets, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

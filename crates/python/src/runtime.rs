@@ -29,6 +29,18 @@ pub fn runtime() -> &'static Runtime {
     })
 }
 
+/// An error when called on one of the runtime's threads, where blocking would stall every
+/// connection (and waiting on the runtime from inside it panics).
+pub fn refuse_on_io_thread() -> PyResult<()> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "a blocking rocketpy call was made from rocketpy's I/O thread; \
+             hand the work to another thread instead",
+        ));
+    }
+    Ok(())
+}
+
 /// Runs `fut` to completion with the GIL released. On the main thread it wakes every 100 ms
 /// to let Python handle signals (Ctrl-C raises KeyboardInterrupt here, cancelling the wait);
 /// other threads never re-attach while waiting (Python runs signal handlers only on the main
@@ -38,12 +50,7 @@ where
     F: Future<Output = T> + Send,
     T: Send,
 {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(pyo3::exceptions::PyRuntimeError::new_err(
-            "a blocking rocketpy call was made from rocketpy's I/O thread; \
-             hand the work to another thread instead",
-        ));
-    }
+    refuse_on_io_thread()?;
     let rt = runtime();
     if !process::is_main_thread() {
         return Ok(process::detach(py, || rt.block_on(fut)));

@@ -126,7 +126,8 @@ impl ResultMaker {
         ResultMaker { result_type, slots }
     }
 
-    fn make<'py>(
+    /// A `SendResult` of these values, in the order of `SLOTS`.
+    pub fn make<'py>(
         &self,
         py: Python<'py>,
         values: [Bound<'py, PyAny>; 7],

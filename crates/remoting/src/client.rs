@@ -8,6 +8,7 @@ use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 
 use crate::connection::{Connection, ConnectionConfig, Reply, RequestHandler};
+use crate::direct::DirectPool;
 use crate::error::{RemotingError, Result};
 use rocketpy_protocol::RemotingCommand;
 
@@ -16,12 +17,16 @@ use rocketpy_protocol::RemotingCommand;
 pub struct ClientConfig {
     /// Limit on establishing a connection.
     pub connect_timeout: Duration,
+    /// Connections per address for blocking requests made in the caller's thread
+    /// ([`RemotingClient::direct`]); 0 sends every request through the shared connection.
+    pub direct_connections: usize,
 }
 
 impl Default for ClientConfig {
     fn default() -> Self {
         ClientConfig {
             connect_timeout: Duration::from_secs(3),
+            direct_connections: 4,
         }
     }
 }
@@ -39,6 +44,7 @@ struct Inner {
     handler: Arc<dyn RequestHandler>,
     config: ClientConfig,
     runtime: Handle,
+    direct: DirectPool,
 }
 
 /// Answers server-initiated requests when the user gave no handler.
@@ -68,6 +74,7 @@ impl RemotingClient {
             inner: Arc::new(Inner {
                 slots: Mutex::new(HashMap::new()),
                 handler: handler.unwrap_or_else(|| Arc::new(Unsupported)),
+                direct: DirectPool::new(config.connect_timeout, config.direct_connections),
                 config,
                 runtime,
             }),
@@ -154,13 +161,20 @@ impl RemotingClient {
         });
     }
 
+    /// Connections for blocking requests in the caller's thread (see [`crate::direct`]);
+    /// a full pool means: use [`RemotingClient::invoke`].
+    pub fn direct(&self) -> &DirectPool {
+        &self.inner.direct
+    }
+
     /// The runtime this client runs on.
     pub fn runtime(&self) -> &Handle {
         &self.inner.runtime
     }
 
-    /// Closes the connection to `addr`, if any (the next request reconnects).
+    /// Closes the connections to `addr`, if any (the next request reconnects).
     pub fn close_connection(&self, addr: &str) {
+        self.inner.direct.close(addr);
         let slot = self
             .inner
             .slots
@@ -178,6 +192,7 @@ impl RemotingClient {
 
     /// Closes every connection.
     pub fn shutdown(&self) {
+        self.inner.direct.clear();
         let slots: Vec<Slot> = self
             .inner
             .slots

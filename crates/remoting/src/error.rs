@@ -37,6 +37,9 @@ pub enum RemotingError {
     /// The connection closed before the response arrived, or was already closed.
     #[error("connection to {0} closed")]
     ConnectionClosed(String),
+    /// The caller abandoned a blocking request (a signal, e.g. Ctrl-C); its answer is lost.
+    #[error("request to {0} interrupted")]
+    Interrupted(String),
     /// The address is not of the form host:port.
     #[error("invalid address {0:?}: expected host:port")]
     InvalidAddress(String),

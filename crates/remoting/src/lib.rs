@@ -2,11 +2,13 @@
 //! and how it is encoded is `rocketpy-protocol`'s.
 //!
 //! - [`connection`], [`server`], [`client`]: connections, a listening server, a pooling client.
+//! - [`direct`]: blocking request/response in the caller's thread (synchronous sends).
 //! - [`processor`]: dispatch of requests to processors by request code.
 
 pub mod batch;
 pub mod client;
 pub mod connection;
+pub mod direct;
 pub mod error;
 pub mod memory;
 pub mod processor;
@@ -15,6 +17,7 @@ pub mod server;
 pub use batch::{Accumulator, AddError, BatchSettings, BatchSink};
 pub use client::{ClientConfig, RemotingClient};
 pub use connection::{BoxFuture, Connection, Reply, RequestHandler};
+pub use direct::{DirectConnection, DirectPool};
 pub use error::{RemotingError, Result};
 pub use processor::{
     ProcessError, ProcessResult, ProcessorTable, RequestObserver, RequestOutcome, RequestProcessor,

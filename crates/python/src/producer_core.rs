@@ -1,0 +1,239 @@
+//! `ProducerCore`: the native half of a `rocketpy.Producer` — auto-batched asynchronous sends
+//! (`add`, see `batcher`) and direct synchronous sends (`send`, see `direct_send`), over the
+//! lanes both share (`send_lanes`). Python picks the lane and owns retries and errors.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple, PyType};
+use rocketpy_protocol::message::batch::encode_batch_item;
+use rocketpy_remoting::{Accumulator, AddError, BatchSettings};
+
+use crate::batcher::Sink;
+use crate::client::RemotingClient;
+use crate::direct_send::{DirectSend, Failure, Sent};
+use crate::process::{self, Owner};
+use crate::send_lanes::{Outgoing, Template};
+use crate::send_results::{FutureMaker, Pending, ResultMaker};
+use crate::unique_id::UniqueIds;
+
+/// A producer's native send paths.
+#[pyclass(module = "rocketpy._native", frozen)]
+pub struct ProducerCore {
+    accumulator: Accumulator<u32, Pending>,
+    template: Arc<Template>,
+    direct: DirectSend,
+    unique_ids: Py<UniqueIds>,
+    futures: FutureMaker,
+    compress_over: usize,
+    owner: Owner,
+}
+
+#[pymethods]
+impl ProducerCore {
+    /// `on_done(addr, topic, broker_name, queue_id, elapsed_s, response, error, items)` runs
+    /// on the callback thread once per batched request; it returns None when it ended the
+    /// items itself, or `(status, message_queue, region_id, msg_ids, first_offset)` for each
+    /// item to get its `result_type` (`SendResult`) with `msg_ids` split at commas.
+    /// `future_type` (`SendFuture`) lists the attributes of a new future in `_INITIAL`.
+    /// `statuses` maps the broker codes that mean "stored" to their `SendStatus`;
+    /// `queue_type` is `MessageQueue`; `client_id` labels the client metrics.
+    /// Messages with a body over `compress_over` bytes are not taken (`add` and `send`
+    /// return "").
+    #[new]
+    #[pyo3(signature = (client, group, default_topic, default_topic_queue_nums, on_done, result_type, future_type, queue_type, statuses, client_id, unique_ids, compress_over, max_bytes=32768, max_delay_ms=0, total_max_bytes=33554432, timeout_ms=3000))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python signature
+    fn new(
+        py: Python<'_>,
+        client: &RemotingClient,
+        group: String,
+        default_topic: String,
+        default_topic_queue_nums: i32,
+        on_done: Py<PyAny>,
+        result_type: Py<PyType>,
+        future_type: Py<PyType>,
+        queue_type: Py<PyType>,
+        statuses: HashMap<i32, Py<PyAny>>,
+        client_id: String,
+        unique_ids: Py<UniqueIds>,
+        compress_over: usize,
+        max_bytes: usize,
+        max_delay_ms: u64,
+        total_max_bytes: usize,
+        timeout_ms: u64,
+    ) -> PyResult<Self> {
+        let settings = BatchSettings {
+            max_bytes: max_bytes.max(1),
+            max_delay: Duration::from_millis(max_delay_ms),
+            total_max_bytes: total_max_bytes.max(1),
+            timeout: Duration::from_millis(timeout_ms.max(1)),
+        };
+        let template = Arc::new(Template::new(
+            group,
+            default_topic,
+            default_topic_queue_nums,
+        ));
+        let maker = Arc::new(ResultMaker::new(py, result_type));
+        let sink = Arc::new(Sink {
+            template: template.clone(),
+            on_done: Arc::new(on_done),
+            maker: maker.clone(),
+        });
+        let native = client.native();
+        let runtime = native.runtime().clone();
+        Ok(ProducerCore {
+            accumulator: Accumulator::new(settings, native.clone(), runtime, sink),
+            direct: DirectSend {
+                client: native,
+                template: template.clone(),
+                results: maker,
+                statuses,
+                queue_type,
+                client_id,
+            },
+            template,
+            unique_ids,
+            futures: FutureMaker::new(py, future_type)?,
+            compress_over,
+            owner: Owner::current(),
+        })
+    }
+
+    /// The number of the lane to queue `queue_id` of `topic` on broker `broker_name` at
+    /// `addr` (the same number for the same four).
+    fn lane(&self, addr: String, broker_name: String, topic: String, queue_id: i32) -> u32 {
+        self.template.lane_id(addr, broker_name, topic, queue_id)
+    }
+
+    /// Adds `message` (a `rocketpy.Message`) to lane `lane` (see `lane()`) with its callback,
+    /// for auto-batching. Waits (GIL released) up to `timeout_ms` while the accumulator is
+    /// full. Returns the message's new future (a `future_type`) when added; else a str: ""
+    /// when the message cannot be batched (compressed or delayed: send it alone), or why it
+    /// was refused (the caller raises it).
+    #[pyo3(signature = (lane, message, callback, fixed, timeout_ms=3000))]
+    fn add(
+        &self,
+        py: Python<'_>,
+        lane: u32,
+        message: &Bound<'_, PyAny>,
+        callback: Py<PyAny>,
+        fixed: bool,
+        timeout_ms: u64,
+    ) -> PyResult<Py<PyAny>> {
+        let refuse = |why: &str| Ok(PyString::new(py, why).into_any().unbind());
+        self.owner.check("producer")?;
+        self.template.lane(lane)?;
+        let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
+            return refuse("");
+        };
+        if out.delayed {
+            return refuse("");
+        }
+        let size = out.batch_size();
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        let future = self.futures.make(py)?;
+        let (flag, body, props) = (out.flag, out.body.as_bytes(), out.properties.as_str());
+        let mut item = Pending {
+            future: future.clone_ref(py),
+            callback,
+            uniq: out.uniq.clone(),
+            message: message.clone().unbind(),
+            fixed,
+        };
+        loop {
+            let write = |buf: &mut Vec<u8>| {
+                // Cannot fail: Outgoing::read checked the lengths.
+                let _ = encode_batch_item(buf, flag, body, props);
+            };
+            let refused = match self.accumulator.add(&lane, size, write, item) {
+                Ok(()) => return Ok(future),
+                Err((refused, back)) => {
+                    item = back;
+                    refused
+                }
+            };
+            if refused == AddError::Closed {
+                return refuse("the producer was shut down");
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let accumulator = &self.accumulator;
+            if !process::detach(py, || accumulator.wait_for_space(size, left)) {
+                return refuse(&format!(
+                    "the producer holds total_batch_max_bytes of unsent messages and none \
+                     was answered within {timeout_ms} ms"
+                ));
+            }
+        }
+    }
+
+    /// Sends `message` alone on lane `lane` and waits up to `timeout_ms` for the broker
+    /// (GIL released; this thread writes and reads over a direct connection when one is
+    /// free). Returns its `SendResult` when stored; "" when it cannot go this way (a body to
+    /// compress: send it from Python); else `(uniq, response, error)`: the unique id it was
+    /// sent with and the broker's answer, or the transport error.
+    fn send(
+        &self,
+        py: Python<'_>,
+        lane: u32,
+        message: &Bound<'_, PyAny>,
+        timeout_ms: u64,
+    ) -> PyResult<Py<PyAny>> {
+        self.owner.check("producer")?;
+        let lane = self.template.lane(lane)?;
+        let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
+            return Ok(PyString::new(py, "").into_any().unbind());
+        };
+        let timeout = Duration::from_millis(timeout_ms.max(1));
+        Ok(match self.direct.send(py, &lane, out, timeout)? {
+            Sent::Stored(result) => result,
+            Sent::Failed(failure) => {
+                let Failure {
+                    uniq,
+                    response,
+                    error,
+                } = *failure;
+                let response = match response {
+                    Some(r) => Py::new(py, r)?.into_any(),
+                    None => py.None(),
+                };
+                let error = match error {
+                    Some(e) => e.into_value(py).into_any(),
+                    None => py.None(),
+                };
+                PyTuple::new(
+                    py,
+                    [
+                        PyString::new(py, &uniq).into_any().unbind(),
+                        response,
+                        error,
+                    ],
+                )?
+                .into_any()
+                .unbind()
+            }
+        })
+    }
+
+    /// Sends whatever is gathering and waits (GIL released) up to `timeout_ms` until every
+    /// message added was answered; False when the time ran out.
+    fn flush(&self, py: Python<'_>, timeout_ms: u64) -> bool {
+        if !self.owner.is_current() {
+            return true;
+        }
+        let accumulator = &self.accumulator;
+        process::detach(py, || accumulator.flush(Duration::from_millis(timeout_ms)))
+    }
+
+    /// Refuses further messages (those held still go).
+    fn close(&self) {
+        self.accumulator.close();
+    }
+
+    /// Bytes of messages held: gathering and in flight.
+    #[getter]
+    fn held_bytes(&self) -> usize {
+        self.accumulator.held()
+    }
+}

@@ -111,7 +111,8 @@ bench-metrics: install
 # server on 127.0.0.1 with a temporary store, the same four workloads from Python, medians of
 # PEER_ROUNDS rounds; 9.5 minutes with the defaults here. The servers come from Debian (apt, as
 # root or through passwordless sudo, when missing), their clients pinned into the venv only.
-# Knobs: PEER_SECONDS PEER_ROUNDS PEER_BACKLOG PEER_PROCS PEER_WINDOW PEER_FETCH PEER_SYSTEMS.
+# Knobs: PEER_SECONDS PEER_ROUNDS PEER_BACKLOG PEER_PROCS PEER_WINDOW PEER_FETCH PEER_SYSTEMS
+# PEER_WORKLOADS.
 PEER_CLIENTS := nats-py==2.16.0 redis==8.1.0 hiredis==3.5.0
 bench-peers: install
 	@command -v nats-server >/dev/null 2>&1 && command -v redis-server >/dev/null 2>&1 || \

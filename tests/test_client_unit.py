@@ -204,3 +204,36 @@ def test_worker_pool_threads_idle_too_long_end_and_come_back_on_demand():
     assert done.wait(5)
     assert len(pool._threads) == 1
     assert pool.shutdown(timeout=5) is True
+
+
+def test_process_queue_keeps_offsets_in_order_and_commits_the_smallest_held(tmp_path):
+    from rocketpy.consumer.process_queue import ProcessQueue
+    from rocketpy.store import MessageStore
+
+    with MessageStore(tmp_path / "s") as store:
+        for i in range(6):
+            store.put("PQ", b"x" * (i + 1))
+        msgs = store.get("PQ", queue_id=0, offset=0, max_nums=6).messages
+    pq = ProcessQueue()
+    assert pq.remove(msgs[:1]) == -1, "nothing was ever held"
+    pq.put(msgs[:4])
+    pq.put(msgs[2:6])  # offsets held already are skipped
+    assert (pq.count, pq.pending, pq.size, pq.max_offset, pq.span()) == (6, 6, 21, 5, 5)
+    # Consumed out of order: the offset to commit is the smallest still held.
+    assert pq.remove([msgs[1], msgs[3]]) == 0
+    assert pq.remove([msgs[0]]) == 2
+    assert pq.remove([msgs[2], msgs[4], msgs[5]]) == 6
+    assert (pq.count, pq.size, pq.span()) == (0, 0, 0)
+    # Orderly: taken messages leave the waiting set; commit gives one past the largest.
+    pq = ProcessQueue()
+    pq.put(msgs)
+    taken = pq.take(4)
+    assert [m.queue_offset for m in taken] == [0, 1, 2, 3]
+    assert (pq.pending, pq.count) == (2, 6)
+    pq.consume_again(taken[2:])
+    assert (pq.pending, pq.count) == (4, 6)
+    assert [m.queue_offset for m in pq.take(2)] == [2, 3]
+    assert pq.commit() == 4 and pq.commit() == -1
+    assert (pq.count, pq.size) == (2, 11)
+    with pytest.raises(TypeError):
+        pq.put(["not a message"])  # type: ignore[list-item]

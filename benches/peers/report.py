@@ -115,6 +115,7 @@ def table(record: Record) -> str:
             _comparison(w, medians),
         ]
         for w in WORKLOADS
+        if w.key in s.workloads
     ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 

@@ -8,6 +8,18 @@ from pathlib import Path
 
 #: The systems, in the order of the first round and of the table's columns.
 SYSTEMS = ("rocketpy", "nats", "redis")
+#: The workloads' keys (``benches.peers.workloads``), in the order they run.
+WORKLOAD_KEYS = ("produce", "latency", "consume", "produce_procs")
+
+
+def _env_choice(name: str, choices: tuple[str, ...]) -> tuple[str, ...]:
+    """The comma-separated subset of ``choices`` that ``name`` names (all by default), in the
+    order of ``choices``."""
+    chosen = {s.strip() for s in os.environ.get(name, ",".join(choices)).split(",")}
+    unknown = sorted(chosen - set(choices))
+    if unknown or not chosen:
+        raise SystemExit(f"{name}: unknown {unknown}; choose among {choices}")
+    return tuple(c for c in choices if c in chosen)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -45,6 +57,8 @@ class Settings:
         small: body bytes of the throughput workloads (``PEER_SMALL``).
         large: body bytes of the latency workload (``PEER_LARGE``).
         systems: which systems to run (``PEER_SYSTEMS``, comma-separated).
+        workloads: which workloads to run (``PEER_WORKLOADS``: produce, latency, consume,
+            produce_procs).
         out: the JSON file (``PEER_OUT``).
     """
 
@@ -57,18 +71,13 @@ class Settings:
     small: int = 100
     large: int = 1024
     systems: tuple[str, ...] = SYSTEMS
+    workloads: tuple[str, ...] = WORKLOAD_KEYS
     out: Path = Path("target/bench-peers.json")
 
     @staticmethod
     def from_env() -> Settings:
         """The settings the environment asks for, the defaults otherwise."""
         d = Settings()
-        systems = tuple(
-            s.strip() for s in os.environ.get("PEER_SYSTEMS", ",".join(SYSTEMS)).split(",")
-        )
-        unknown = [s for s in systems if s not in SYSTEMS]
-        if unknown or not systems:
-            raise SystemExit(f"PEER_SYSTEMS: unknown {unknown}; choose among {SYSTEMS}")
         return Settings(
             seconds=_env_float("PEER_SECONDS", d.seconds),
             rounds=_env_int("PEER_ROUNDS", d.rounds),
@@ -78,7 +87,8 @@ class Settings:
             fetch=_env_int("PEER_FETCH", d.fetch),
             small=_env_int("PEER_SMALL", d.small),
             large=_env_int("PEER_LARGE", d.large),
-            systems=tuple(s for s in SYSTEMS if s in systems),
+            systems=_env_choice("PEER_SYSTEMS", SYSTEMS),
+            workloads=_env_choice("PEER_WORKLOADS", WORKLOAD_KEYS),
             out=Path(os.environ.get("PEER_OUT", str(d.out))),
         )
 

@@ -16,7 +16,7 @@ use rocketpy_remoting::{
 
 use crate::callbacks;
 use crate::errors;
-use crate::header::{fields_dict, request_fields, Header};
+use crate::header::{fields_dict, request_fields, response_int, Header};
 use crate::process::{self, Owner};
 use crate::runtime::{refuse_on_io_thread, runtime, wait};
 
@@ -79,6 +79,37 @@ impl RemotingResponse {
         broker_name: Option<&str>,
     ) -> PyResult<Vec<crate::message::MessageExt>> {
         crate::message::MessageExt::decode_all(&self.body, broker_name)
+    }
+
+    /// A pull's answer read at once: `(next_begin_offset, max_offset,
+    /// suggest_which_broker_id, messages)` — fields None when absent; the messages decoded
+    /// when the code is SUCCESS, else None.
+    #[pyo3(signature = (broker_name=None))]
+    #[allow(clippy::type_complexity)] // one tuple, as Python unpacks it
+    fn pull_result(
+        &self,
+        broker_name: Option<&str>,
+    ) -> PyResult<(
+        Option<i64>,
+        Option<i64>,
+        Option<i64>,
+        Option<Vec<crate::message::MessageExt>>,
+    )> {
+        let int = |name| response_int(self.request_code, &self.fields, name);
+        let msgs = if self.code == rocketpy_protocol::code::response::SUCCESS {
+            Some(crate::message::MessageExt::decode_all(
+                &self.body,
+                broker_name,
+            )?)
+        } else {
+            None
+        };
+        Ok((
+            int("next_begin_offset")?,
+            int("max_offset")?,
+            int("suggest_which_broker_id")?,
+            msgs,
+        ))
     }
 
     fn __repr__(&self) -> String {

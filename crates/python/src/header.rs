@@ -65,6 +65,25 @@ fn to_value(value: &Bound<'_, PyAny>) -> PyResult<Value> {
     )))
 }
 
+/// Integer field `name` (an attribute name) of the response to request `code`: None when
+/// absent; an error when the code has no such field or the value is not an integer.
+pub fn response_int(code: i32, fields: &ExtFields, name: &str) -> PyResult<Option<i64>> {
+    let spec = exchange(code).and_then(|e| e.response);
+    let field = spec.and_then(|s| s.field(name)).ok_or_else(|| {
+        PyAttributeError::new_err(format!("the response to {code} has no field {name:?}"))
+    })?;
+    match field
+        .read(fields)
+        .map_err(|e| CorruptDataError::new_err(e.to_string()))?
+    {
+        None => Ok(None),
+        Some(Value::Int(i)) => Ok(Some(i)),
+        Some(_) => Err(CorruptDataError::new_err(format!(
+            "{name} of the response to {code} is not an integer"
+        ))),
+    }
+}
+
 /// `fields` as a new dict, by wire name.
 pub fn fields_dict<'py>(py: Python<'py>, fields: &ExtFields) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);

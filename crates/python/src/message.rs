@@ -100,6 +100,11 @@ impl MessageExt {
             .collect()
     }
 
+    /// The message's offset in its queue.
+    pub(crate) fn queue_offset(&self) -> i64 {
+        self.queue_offset
+    }
+
     fn props_str(&self) -> &str {
         // Checked at decode (RecordView holds a &str); re-checking is cheap and keeps this safe.
         std::str::from_utf8(&self.props).unwrap_or_default()
@@ -133,7 +138,7 @@ impl MessageExt {
 
     /// The body's length in bytes, without materialising it.
     #[getter]
-    fn body_size(&self) -> usize {
+    pub(crate) fn body_size(&self) -> usize {
         self.body.len()
     }
 

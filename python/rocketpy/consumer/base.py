@@ -550,16 +550,13 @@ class ConsumerBase(abc.ABC):
             self._pull_later(pr, 3.0)
             return
         code = resp.code
-        suggested = resp.header.suggest_which_broker_id
+        next_begin, broker_max, suggested, msgs = resp.pull_result(pr.mq.broker_name)
         if suggested is not None:
-            pr.pull_from = int(suggested)
-        next_begin = resp.header.next_begin_offset
-        next_offset = pr.next_offset if next_begin is None else int(next_begin)
-        broker_max = resp.header.max_offset
+            pr.pull_from = suggested
+        next_offset = pr.next_offset if next_begin is None else next_begin
         if broker_max is not None:
-            pr.broker_max = int(broker_max)
-        if code == ResponseCode.SUCCESS:
-            msgs = resp.decode_messages(pr.mq.broker_name)
+            pr.broker_max = broker_max
+        if msgs is not None:
             if sub.tags:  # per-message work only when there is something to do
                 msgs = [m for m in msgs if sub.matches(m)]
             pr.next_offset = next_offset

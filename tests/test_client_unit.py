@@ -237,3 +237,32 @@ def test_process_queue_keeps_offsets_in_order_and_commits_the_smallest_held(tmp_
     assert (pq.count, pq.size) == (2, 11)
     with pytest.raises(TypeError):
         pq.put(["not a message"])  # type: ignore[list-item]
+
+
+def test_message_fields_properties_and_pickling():
+    import copy
+    import pickle
+
+    m = Message("T", "hé", tags="A", keys=["k1", "k2"], properties={"x": "1"}, flag=3)
+    assert (m.topic, m.body, m.flag, m.tags, m.keys) == ("T", "hé".encode(), 3, "A", "k1 k2")
+    assert m.properties == {"x": "1", "TAGS": "A", "KEYS": "k1 k2"}
+    m.delay_level = 2
+    assert m.properties["DELAY"] == "2" and m.delay_level == 2
+    m.delay_level = 0
+    m.tags = None
+    assert "DELAY" not in m.properties and m.tags is None
+    m.properties["y"] = "2"  # the dict is the message's own
+    assert m.properties["y"] == "2"
+    for other in (pickle.loads(pickle.dumps(m)), copy.copy(m)):
+        assert (other.topic, other.body, other.flag) == (m.topic, m.body, m.flag)
+        assert other.properties == m.properties
+    assert (
+        repr(Message("T", b"ab", tags="t"))
+        == "Message(topic='T', tags='t', keys=None, body=2 bytes)"
+    )
+    assert Message("T", bytearray(b"ab")).body == b"ab"
+    assert Message("T", memoryview(b"cd")).body == b"cd"
+    assert Message("T", b"x", properties=[("a", "b")]).properties == {"a": "b"}
+    assert Message("T", b"x").properties == {} and Message("T", b"x").delay_level == 0
+    with pytest.raises(TypeError):
+        Message(None, b"x")  # type: ignore[arg-type]

@@ -3,7 +3,7 @@
 Kept in step with the Rust by ``tests/test_native_stub.py``.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from os import PathLike
 from typing import Any
@@ -227,6 +227,67 @@ class MessageExt:
     def replace(
         self, topic: str | None = None, reconsume_times: int | None = None
     ) -> MessageExt: ...
+
+class Message:
+    """A message to send.
+
+    Args:
+        topic: the topic (1 to 127 characters of letters, digits, ``%``, ``|``, ``_``, ``-``).
+        body: the payload (``bytes``; ``str`` is encoded as UTF-8; ``bytearray`` and
+            ``memoryview`` are copied).
+        tags: one tag, used for broker-side filtering (``subscribe(topic, "TagA || TagB")``).
+        keys: a key or several (a list, or one space-separated string), indexed for look-up.
+        properties: user properties; names must not contain the separators ``\\x01``/``\\x02``.
+        flag: an application-defined integer stored with the message.
+        delay_level: deliver after the broker's delay level N (1 = 1 s ... 18 = 2 h); 0 = now.
+    """
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes | bytearray | memoryview | str,
+        tags: str | None = None,
+        keys: str | Iterable[str] | None = None,
+        properties: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        *,
+        flag: int = 0,
+        delay_level: int = 0,
+    ) -> None: ...
+    @property
+    def topic(self) -> str:
+        """The topic."""
+    @topic.setter
+    def topic(self, topic: str) -> None: ...
+    @property
+    def flag(self) -> int:
+        """The application-defined flag."""
+    @flag.setter
+    def flag(self, flag: int) -> None: ...
+    @property
+    def body(self) -> bytes:
+        """The payload."""
+    @body.setter
+    def body(self, body: bytes | bytearray | memoryview | str) -> None: ...
+    @property
+    def properties(self) -> dict[str, str]:
+        """The properties; changes to the dict change the message."""
+    @properties.setter
+    def properties(self, properties: Mapping[str, str]) -> None: ...
+    @property
+    def tags(self) -> str | None:
+        """The TAGS property."""
+    @tags.setter
+    def tags(self, tags: str | None) -> None: ...
+    @property
+    def keys(self) -> str | None:
+        """The KEYS property: keys separated by spaces."""
+    @keys.setter
+    def keys(self, keys: str | Iterable[str] | None) -> None: ...
+    @property
+    def delay_level(self) -> int:
+        """The delay level (0 = none)."""
+    @delay_level.setter
+    def delay_level(self, level: int) -> None: ...
 
 class PendingMessages:
     """Pulled, unconsumed messages of one queue by offset (see ``ProcessQueue``)."""

@@ -15,6 +15,7 @@ mod json;
 mod logging;
 mod memory;
 mod message;
+mod outgoing;
 mod pending;
 mod process;
 mod producer_core;
@@ -47,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<unique_id::UniqueIds>()?;
     m.add_class::<header::Header>()?;
     m.add_class::<message::MessageExt>()?;
+    m.add_class::<outgoing::Message>()?;
     m.add_class::<pending::PendingMessages>()?;
     m.add_class::<buffer::BytesView>()?;
     m.add_class::<server::NameServer>()?;

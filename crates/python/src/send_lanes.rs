@@ -10,6 +10,7 @@ use rocketpy_protocol::header::SendMessageRequestHeader;
 use rocketpy_protocol::message::properties::{self, keys};
 
 use crate::errors;
+use crate::outgoing::Message;
 use crate::unique_id::{now_millis, UniqueIds};
 
 /// Where a lane's requests go.
@@ -164,22 +165,39 @@ impl<'py> Outgoing<'py> {
         compress_over: usize,
     ) -> PyResult<Option<Self>> {
         let py = message.py();
-        let body = message.getattr(pyo3::intern!(py, "body"))?;
-        let Ok(body) = body.cast_into::<PyBytes>() else {
-            return Ok(None);
+        // A rocketpy.Message is read directly; anything else by attribute.
+        let (body, props, flag) = match message.cast::<Message>() {
+            Ok(m) => {
+                let m = m.borrow();
+                (
+                    m.body_ref(py).clone(),
+                    m.properties_ref(py).cloned(),
+                    m.flag_value(),
+                )
+            }
+            Err(_) => {
+                let Ok(body) = message
+                    .getattr(pyo3::intern!(py, "body"))?
+                    .cast_into::<PyBytes>()
+                else {
+                    return Ok(None);
+                };
+                let props = message
+                    .getattr(pyo3::intern!(py, "properties"))?
+                    .cast_into::<PyDict>()?;
+                let flag = message.getattr(pyo3::intern!(py, "flag"))?.extract()?;
+                (body, Some(props), flag)
+            }
         };
         let len = body.as_bytes().len();
         if len == 0 || len > compress_over {
             return Ok(None);
         }
-        let props = message.getattr(pyo3::intern!(py, "properties"))?;
-        let props = props.cast::<PyDict>()?;
-        let flag: i32 = message.getattr(pyo3::intern!(py, "flag"))?.extract()?;
         // Encoded straight from the dict (borrowed strings), UNIQ_KEY last.
         let mut uniq: Option<String> = None;
         let mut delayed = false;
         let mut out = String::with_capacity(64);
-        for (k, v) in props.iter() {
+        for (k, v) in props.iter().flat_map(|d| d.iter()) {
             let k = k.cast_into::<PyString>()?;
             let v = v.cast_into::<PyString>()?;
             let (k, v) = (k.to_str()?, v.to_str()?);

@@ -8,6 +8,10 @@ condition is made the first time anything needs it — ``result()``, ``exception
 — and :meth:`SendFuture._finish` skips it when it was never made. Everything else is
 ``Future``'s own code, so the object is a ``Future`` in every respect.
 
+A new future's state is the class's: its attributes are class-level defaults (immutable
+values only) that an instance overrides when it first sets them, so making one — which the
+native auto-batching does for every message (``send_results.rs``) — sets nothing.
+
 What must stay true (relying on the GIL ordering single attribute loads and stores): anyone
 who waits makes the condition *before* reading the state, and ``_finish`` sets the state
 *before* checking whether the condition exists; so either the waiter sees the result, or
@@ -33,25 +37,18 @@ _MAKING = threading.Lock()
 class SendFuture(Future, Generic[T]):  # type: ignore[type-arg]
     """A :class:`concurrent.futures.Future` whose condition is made on first use."""
 
-    #: The attributes ``__init__`` sets, for the native accumulator, which makes futures
-    #: without running ``__init__`` (a test keeps the two equal).
-    _INITIAL = (
-        ("_lazy_condition", None),
-        ("_state", _PENDING),
-        ("_result", None),
-        ("_exception", None),
-        ("_lazy_waiters", None),
-        ("_lazy_callbacks", None),
-    )
+    # A new future's state (see the module docs): only immutable values here.
+    _lazy_condition: threading.Condition | None = None
+    _state: str = _PENDING
+    _result: Any = None
+    _exception: BaseException | None = None
+    _lazy_waiters: list[Any] | None = None
+    _lazy_callbacks: list[Any] | None = None
 
     def __init__(self) -> None:
-        # Future.__init__ is not called: it would make the condition at once.
-        self._lazy_condition: threading.Condition | None = None
-        self._state = _PENDING
-        self._result = None
-        self._exception: BaseException | None = None
-        self._lazy_waiters: list[Any] | None = None
-        self._lazy_callbacks: list[Any] | None = None
+        # Future.__init__ is not called: it would make the condition at once. The state
+        # starts as the class's defaults.
+        pass
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]

@@ -98,21 +98,26 @@ class ProducerCore:
     ) -> None: ...
     def lane(self, addr: str, broker_name: str, topic: str, queue_id: int) -> int:
         """The number of the lane to this queue at this address (stable)."""
+    def set_lanes(self, topic: str, lanes: list[int]) -> None:
+        """The lanes that sends of ``topic`` naming no lane take in turn."""
+    def forget_lanes(self, topic: str) -> None: ...
     def add(
         self,
-        lane: int,
+        lane: int | None,
         message: Any,
         callback: Any,
         fixed: bool,
         timeout_ms: int = 3000,
-    ) -> Future[Any] | str:
-        """The message's new future when added; else a str: "" when the message cannot be
-        batched (send it alone), or why it was refused (full for ``timeout_ms``, closed)."""
+    ) -> Future[Any] | str | None:
+        """The message's new future when added; None when ``lane`` is None and the topic
+        has no lanes; else a str: "" when the message cannot be batched (send it alone), or
+        why it was refused (full for ``timeout_ms``, closed)."""
     def send(
-        self, lane: int, message: Any, timeout_ms: int
-    ) -> Any | str | tuple[str, RemotingResponse | None, BaseException | None]:
-        """The message's ``result_type`` when stored; "" when it must go from Python (a
-        body to compress); else ``(uniq, response, error)``."""
+        self, lane: int | None, message: Any, timeout_ms: int
+    ) -> Any | str | tuple[int, str, RemotingResponse | None, BaseException | None] | None:
+        """The message's ``result_type`` when stored; None when ``lane`` is None and the
+        topic has no lanes; "" when it must go from Python (a body to compress); else
+        ``(lane, uniq, response, error)``."""
     def flush(self, timeout_ms: int) -> bool:
         """Sends what gathers and waits until every message was answered."""
     def close(self) -> None: ...

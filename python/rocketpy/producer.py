@@ -182,12 +182,10 @@ class Producer:
         self.batch_max_delay_ms = batch_max_delay_ms
         self.batch_max_bytes = batch_max_bytes
         self.total_batch_max_bytes = total_batch_max_bytes
-        #: The native send paths (auto-batching, direct synchronous sends), once started.
+        #: The native send paths (auto-batching, direct synchronous sends), once started. It
+        #: keeps each topic's write queues (with their master's address) as lanes it takes
+        #: round-robin: no route look-up per message; forgotten when the route changes.
         self._core: ProducerCore | None = None
-        #: Per topic, its write queues with their master's address as the core's lanes (the
-        #: native paths' round-robin without a route look-up per message); dropped when the
-        #: route changes.
-        self._lanes: dict[str, list[int]] = {}
         #: Each lane's broker address and queue (what Python needs when a native send fails).
         self._lane_queues: dict[int, tuple[str, MessageQueue]] = {}
         self._config = client_config or ClientConfig(namesrv_addr, instance_name=instance_name)
@@ -261,7 +259,7 @@ class Producer:
         """Takes a refreshed route."""
         with self._lock:
             self._publish[topic] = info
-            self._lanes.pop(topic, None)
+        self._forget_lanes(topic)
 
     # -- routes and queues ---------------------------------------------------------------------
 
@@ -492,20 +490,18 @@ class Producer:
             and selector is None
             and not self.send_latency_fault_enable
         ):
-            # The hot path: a cached lane; request, answer and result are native.
-            lanes = self._lanes.get(msg.topic)
-            if lanes is None:
+            # The hot path: the topic's next lane; request, answer and result are native.
+            timeout = self.send_timeout_ms if timeout_ms is None else timeout_ms
+            deadline = now_millis() + timeout
+            sent = core.send(None, msg, timeout)
+            if sent is None:  # lanes not known yet (or a retry topic: none)
                 lanes = self._lanes_of(core, msg.topic)
-            if lanes:
-                timeout = self.send_timeout_ms if timeout_ms is None else timeout_ms
-                deadline = now_millis() + timeout
-                lane = lanes[next(self._index) % len(lanes)]
-                sent = core.send(lane, msg, timeout)
-                if isinstance(sent, tuple):
-                    return self._retry_direct(msg, lane, sent, deadline)
-                if not isinstance(sent, str):
-                    return cast(SendResult, sent)
-                # "": a body to compress; the Python path below sends it.
+                sent = core.send(self._next(lanes), msg, timeout) if lanes else ""
+            if isinstance(sent, tuple):
+                return self._retry_direct(msg, sent, deadline)
+            if not isinstance(sent, str):
+                return cast(SendResult, sent)
+            # "": a body to compress, or no lane; the Python path below sends it.
         prepared = self._prepare(msg)
         return self._send_sync(
             prepared, self._choose(prepared, queue, selector, arg, msg), timeout_ms
@@ -514,16 +510,14 @@ class Producer:
     def _retry_direct(
         self,
         msg: Message,
-        lane: int,
-        failed: tuple[str, RemotingResponse | None, BaseException | None],
+        failed: tuple[int, str, RemotingResponse | None, BaseException | None],
         deadline: int,
     ) -> SendResult:
         """The first attempt of :meth:`send` (native) failed: raise, or go on with the
         retries in Python under the same unique id and deadline."""
-        uniq, resp, err = failed
+        lane, uniq, resp, err = failed
         addr, mq = self._lane_queues[lane]
-        with self._lock:
-            self._lanes.pop(msg.topic, None)
+        self._forget_lanes(msg.topic)
         if resp is not None:
             try:
                 # Raises for every answer that is not "stored" (the native path took those).
@@ -641,15 +635,16 @@ class Producer:
         """
         core = self._core if self.auto_batch else None
         if core is not None and timeout_ms is None:
-            # The hot path of auto-batching: a cached lane, the rest is native.
+            # The hot path of auto-batching: the topic's next lane, the rest is native (the
+            # core makes the future too).
             if queue is None and selector is None and not self.send_latency_fault_enable:
-                lanes = self._lanes.get(msg.topic)
-                if lanes is None:
+                added = core.add(None, msg, callback, False, self.send_timeout_ms)
+                if added is None:  # lanes not known yet (or a retry topic: none)
                     lanes = self._lanes_of(core, msg.topic)
-                if lanes:
-                    # Every message's path: the core makes the future too.
-                    lane = lanes[next(self._index) % len(lanes)]
-                    added = core.add(lane, msg, callback, False, self.send_timeout_ms)
+                    if lanes:
+                        lane = self._next(lanes)
+                        added = core.add(lane, msg, callback, False, self.send_timeout_ms)
+                if added is not None:
                     if not isinstance(added, str):
                         return added
                     self._refused(msg, added)
@@ -661,9 +656,9 @@ class Producer:
                 if addr is not None:
                     lane = self._lane(core, addr, mq)
                     added = core.add(lane, msg, callback, chosen is not None, self.send_timeout_ms)
-                    if not isinstance(added, str):
+                    if added is not None and not isinstance(added, str):
                         return added
-                    self._refused(msg, added)
+                    self._refused(msg, added or "")
                 # Sent alone (an unknown broker fails through the future, as always).
                 return self._send_async(self._prepare(msg), chosen, callback, timeout_ms)
         prepared = self._prepare(msg)
@@ -678,11 +673,8 @@ class Producer:
         core = self._core
         if core is None or not self.auto_batch or self.send_latency_fault_enable:
             return None
-        lanes = self._lanes.get(msg.topic)
-        if not lanes:
-            return None
-        added = core.add(lanes[next(self._index) % len(lanes)], msg, None, False, 0)
-        return None if isinstance(added, str) else added
+        added = core.add(None, msg, None, False, 0)
+        return None if added is None or isinstance(added, str) else added
 
     def _refused(self, msg: Message, refused: str) -> None:
         """The accumulator did not take ``msg``: raise why, or return to send it alone
@@ -711,9 +703,19 @@ class Producer:
             mq = info.queues[0]
             lanes = [self._lane(core, self._addr(mq), mq)]
         elif not info.from_template:
-            with self._lock:
-                self._lanes[topic] = lanes
+            core.set_lanes(topic, lanes)
         return lanes
+
+    def _next(self, lanes: list[int]) -> int:
+        """The next of ``lanes`` in turn."""
+        return lanes[next(self._index) % len(lanes)]
+
+    def _forget_lanes(self, topic: str) -> None:
+        """The native paths look ``topic``'s lanes up again (its route changed, or a send
+        failed)."""
+        core = self._core
+        if core is not None:
+            core.forget_lanes(topic)
 
     def _lane(self, core: ProducerCore, addr: str, mq: MessageQueue) -> int:
         """The core's lane to ``mq`` at ``addr``."""
@@ -751,8 +753,7 @@ class Producer:
                 h.msg_id or "",
                 -1 if first is None else first,
             )
-        with self._lock:
-            self._lanes.pop(topic, None)
+        self._forget_lanes(topic)
         error: BaseException
         if resp is not None:
             error = BrokerResponseError(resp.code, resp.remark, addr)

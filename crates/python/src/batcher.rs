@@ -108,7 +108,8 @@ impl BatchSink<u32, Pending> for Sink {
                 }
             };
             let ended = if answer.is_callable() {
-                Pending::into_list(py, items).and_then(|list| answer.call1((list,)).map(drop))
+                Pending::into_list(py, &lane.topic, items)
+                    .and_then(|list| answer.call1((list,)).map(drop))
             } else {
                 answer
                     .extract::<(

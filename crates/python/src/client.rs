@@ -35,7 +35,13 @@ pub struct RemotingResponse {
     flag: i32,
     fields: HashMap<String, String>,
     body: Bytes,
+    /// A pull's messages, decoded on the I/O thread that received the answer (so the
+    /// callback thread, which holds the GIL, only makes their Python objects); taken once.
+    decoded: std::sync::Mutex<Option<Decoded>>,
 }
+
+/// Messages decoded ahead of `RemotingResponse::pull_result`.
+type Decoded = PyResult<Vec<crate::message::MessageExt>>;
 
 impl RemotingResponse {
     pub(crate) fn new(request_code: i32, cmd: RemotingCommand) -> Self {
@@ -47,7 +53,17 @@ impl RemotingResponse {
             flag: cmd.flag,
             fields: cmd.ext_fields,
             body: cmd.body,
+            decoded: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The messages of `cmd` when it answers a pull with SUCCESS, decoded now (without the
+    /// GIL: called on the I/O thread).
+    fn decode_pull(request_code: i32, cmd: &RemotingCommand) -> Option<Decoded> {
+        let pull = request_code == rocketpy_protocol::code::request::PULL_MESSAGE
+            || request_code == rocketpy_protocol::code::request::LITE_PULL_MESSAGE;
+        (pull && cmd.code == rocketpy_protocol::code::response::SUCCESS)
+            .then(|| crate::message::MessageExt::decode_all(&cmd.body, None))
     }
 }
 
@@ -97,10 +113,19 @@ impl RemotingResponse {
     )> {
         let int = |name| response_int(self.request_code, &self.fields, name);
         let msgs = if self.code == rocketpy_protocol::code::response::SUCCESS {
-            Some(crate::message::MessageExt::decode_all(
-                &self.body,
+            let ready = self
+                .decoded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            let msgs = match ready {
+                Some(decoded) => decoded?,
+                None => crate::message::MessageExt::decode_all(&self.body, None)?,
+            };
+            Some(crate::message::MessageExt::with_broker_name(
+                msgs,
                 broker_name,
-            )?)
+            ))
         } else {
             None
         };
@@ -329,9 +354,17 @@ impl RemotingClient {
             cmd,
             Duration::from_millis(timeout_ms),
             move |result| {
+                let decoded = result
+                    .as_ref()
+                    .ok()
+                    .and_then(|cmd| RemotingResponse::decode_pull(code, cmd));
                 callbacks::submit(move |py| {
                     let args = match result {
-                        Ok(resp) => match Py::new(py, RemotingResponse::new(code, resp)) {
+                        Ok(resp) => match Py::new(py, {
+                            let r = RemotingResponse::new(code, resp);
+                            *r.decoded.lock().unwrap_or_else(|e| e.into_inner()) = decoded;
+                            r
+                        }) {
                             Ok(r) => (r.into_any(), py.None()),
                             Err(e) => (py.None(), e.into_value(py).into_any()),
                         },

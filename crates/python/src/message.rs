@@ -18,8 +18,8 @@ use crate::errors::CorruptDataError;
 /// shared with the record it came from; `body` copies it once, on first use.
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct MessageExt {
-    #[pyo3(get)]
-    topic: String,
+    /// Shared by the messages of one batch (most have one topic).
+    topic: Arc<str>,
     #[pyo3(get)]
     flag: i32,
     body: Bytes,
@@ -53,10 +53,12 @@ pub struct MessageExt {
 }
 
 impl MessageExt {
-    /// The message of `view`, a record inside `record` (whose memory the body shares).
+    /// The message of `view`, a record inside `record` (whose memory the body shares);
+    /// `topic` is `v.topic` (callers share one per batch).
     pub(crate) fn from_view(
         record: &Bytes,
         v: &RecordView<'_>,
+        topic: Arc<str>,
         broker_name: Option<&Arc<str>>,
     ) -> PyResult<Self> {
         let body = if v.sys_flag & sys_flag::COMPRESSED != 0 {
@@ -68,7 +70,7 @@ impl MessageExt {
             record.slice_ref(v.body)
         };
         Ok(MessageExt {
-            topic: v.topic.to_owned(),
+            topic,
             flag: v.flag,
             body,
             body_bytes: OnceLock::new(),
@@ -94,10 +96,28 @@ impl MessageExt {
         let views =
             record::decode_all(data).map_err(|e| CorruptDataError::new_err(e.to_string()))?;
         let broker_name = broker_name.map(Arc::<str>::from);
+        let mut topic: Option<Arc<str>> = None;
         views
             .iter()
-            .map(|v| Self::from_view(data, v, broker_name.as_ref()))
+            .map(|v| {
+                let shared = match &topic {
+                    Some(t) if **t == *v.topic => t.clone(),
+                    _ => topic.insert(Arc::from(v.topic)).clone(),
+                };
+                Self::from_view(data, v, shared, broker_name.as_ref())
+            })
             .collect()
+    }
+
+    /// Sets the broker the messages were pulled from (decoding did not know it).
+    pub(crate) fn with_broker_name(mut msgs: Vec<Self>, broker_name: Option<&str>) -> Vec<Self> {
+        if let Some(name) = broker_name {
+            let name = Arc::<str>::from(name);
+            for m in &mut msgs {
+                m.broker_name = Some(name.clone());
+            }
+        }
+        msgs
     }
 
     /// The message's offset in its queue.
@@ -127,6 +147,12 @@ impl MessageExt {
 
 #[pymethods]
 impl MessageExt {
+    /// The topic.
+    #[getter]
+    fn topic(&self) -> &str {
+        &self.topic
+    }
+
     /// The body (copied from the record once, then cached).
     #[getter]
     fn body<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
@@ -213,7 +239,7 @@ impl MessageExt {
     #[pyo3(signature = (topic=None, reconsume_times=None))]
     fn replace(&self, topic: Option<String>, reconsume_times: Option<i32>) -> Self {
         MessageExt {
-            topic: topic.unwrap_or_else(|| self.topic.clone()),
+            topic: topic.map_or_else(|| self.topic.clone(), Arc::from),
             reconsume_times: reconsume_times.unwrap_or(self.reconsume_times),
             body: self.body.clone(),
             body_bytes: OnceLock::new(),

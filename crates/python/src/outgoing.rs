@@ -34,6 +34,11 @@ pub struct Message {
 }
 
 impl Message {
+    /// The topic.
+    pub fn topic_ref<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
+        self.topic.bind(py)
+    }
+
     /// The body.
     pub fn body_ref<'py>(&self, py: Python<'py>) -> &Bound<'py, PyBytes> {
         self.body.bind(py)
@@ -47,6 +52,30 @@ impl Message {
     /// The properties, when any were set (None: none).
     pub fn properties_ref<'py>(&self, py: Python<'py>) -> Option<&Bound<'py, PyDict>> {
         self.properties.as_ref().map(|d| d.bind(py))
+    }
+
+    /// A message of `topic` made again from what was sent: its body, flag and encoded
+    /// properties (`k\x01v\x02...`).
+    pub fn rebuilt(
+        py: Python<'_>,
+        topic: &str,
+        body: Py<PyBytes>,
+        flag: i32,
+        properties: &str,
+    ) -> PyResult<Py<Message>> {
+        let d = PyDict::new(py);
+        for (k, v) in rocketpy_protocol::message::properties::pairs(properties) {
+            d.set_item(k, v)?;
+        }
+        Py::new(
+            py,
+            Message {
+                topic: PyString::new(py, topic).unbind(),
+                body,
+                flag,
+                properties: Some(d.unbind()),
+            },
+        )
     }
 
     fn dict<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyDict> {

@@ -3,7 +3,8 @@
 //! lanes both share (`send_lanes`). Python picks the lane and owns retries and errors.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -14,6 +15,7 @@ use rocketpy_remoting::{Accumulator, AddError, BatchSettings};
 use crate::batcher::Sink;
 use crate::client::RemotingClient;
 use crate::direct_send::{DirectSend, Failure, Sent};
+use crate::outgoing::Message;
 use crate::process::{self, Owner};
 use crate::send_lanes::{Outgoing, Template};
 use crate::send_results::{FutureMaker, Pending, ResultMaker};
@@ -24,11 +26,35 @@ use crate::unique_id::UniqueIds;
 pub struct ProducerCore {
     accumulator: Accumulator<u32, Pending>,
     template: Arc<Template>,
+    /// Per topic, the lanes of its write queues (set by Python from the route), taken
+    /// round-robin by sends that name no lane.
+    topics: RwLock<HashMap<String, Arc<[u32]>>>,
+    turn: AtomicUsize,
     direct: DirectSend,
     unique_ids: Py<UniqueIds>,
     futures: FutureMaker,
     compress_over: usize,
     owner: Owner,
+}
+
+impl ProducerCore {
+    /// `lane`, or the next lane of `message`'s topic (None when it has none).
+    fn lane_for(&self, lane: Option<u32>, message: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
+        if lane.is_some() {
+            return Ok(lane);
+        }
+        let topic = match message.cast::<Message>() {
+            Ok(m) => m.borrow().topic_ref(message.py()).to_str()?.to_owned(),
+            Err(_) => message
+                .getattr(pyo3::intern!(message.py(), "topic"))?
+                .extract()?,
+        };
+        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
+        Ok(topics.get(topic.as_str()).and_then(|lanes| {
+            let turn = self.turn.fetch_add(1, Ordering::Relaxed);
+            lanes.get(turn % lanes.len().max(1)).copied()
+        }))
+    }
 }
 
 #[pymethods]
@@ -37,7 +63,7 @@ impl ProducerCore {
     /// on the callback thread once per batched request; it returns None when it ended the
     /// items itself, or `(status, message_queue, region_id, msg_ids, first_offset)` for each
     /// item to get its `result_type` (`SendResult`) with `msg_ids` split at commas.
-    /// `future_type` (`SendFuture`) lists the attributes of a new future in `_INITIAL`.
+    /// `future_type` (`SendFuture`) is made without running `__init__`: a bare instance.
     /// `statuses` maps the broker codes that mean "stored" to their `SendStatus`;
     /// `queue_type` is `MessageQueue`; `client_id` labels the client metrics.
     /// Messages with a body over `compress_over` bytes are not taken (`add` and `send`
@@ -94,8 +120,10 @@ impl ProducerCore {
                 client_id,
             },
             template,
+            topics: RwLock::default(),
+            turn: AtomicUsize::new(0),
             unique_ids,
-            futures: FutureMaker::new(py, future_type)?,
+            futures: FutureMaker::new(future_type),
             compress_over,
             owner: Owner::current(),
         })
@@ -107,23 +135,40 @@ impl ProducerCore {
         self.template.lane_id(addr, broker_name, topic, queue_id)
     }
 
+    /// The lanes that sends of `topic` naming no lane take in turn (from its route).
+    fn set_lanes(&self, topic: String, lanes: Vec<u32>) {
+        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        topics.insert(topic, lanes.into());
+    }
+
+    /// Forgets `topic`'s lanes (its route changed, or a send to it failed).
+    fn forget_lanes(&self, topic: &str) {
+        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
+        topics.remove(topic);
+    }
+
     /// Adds `message` (a `rocketpy.Message`) to lane `lane` (see `lane()`) with its callback,
     /// for auto-batching. Waits (GIL released) up to `timeout_ms` while the accumulator is
     /// full. Returns the message's new future (a `future_type`) when added; else a str: ""
     /// when the message cannot be batched (compressed or delayed: send it alone), or why it
     /// was refused (the caller raises it).
+    /// With `lane` None, the message's topic's next lane (see `set_lanes`); None comes back
+    /// when the topic has none.
     #[pyo3(signature = (lane, message, callback, fixed, timeout_ms=3000))]
     fn add(
         &self,
         py: Python<'_>,
-        lane: u32,
+        lane: Option<u32>,
         message: &Bound<'_, PyAny>,
         callback: Py<PyAny>,
         fixed: bool,
         timeout_ms: u64,
-    ) -> PyResult<Py<PyAny>> {
-        let refuse = |why: &str| Ok(PyString::new(py, why).into_any().unbind());
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let refuse = |why: &str| Ok(Some(PyString::new(py, why).into_any().unbind()));
         self.owner.check("producer")?;
+        let Some(lane) = self.lane_for(lane, message)? else {
+            return Ok(None);
+        };
         self.template.lane(lane)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
             return refuse("");
@@ -139,7 +184,9 @@ impl ProducerCore {
             future: future.clone_ref(py),
             callback,
             uniq: out.uniq.clone(),
-            message: message.clone().unbind(),
+            body: out.body.clone().unbind(),
+            flag,
+            properties: out.properties.clone(),
             fixed,
         };
         loop {
@@ -148,7 +195,7 @@ impl ProducerCore {
                 let _ = encode_batch_item(buf, flag, body, props);
             };
             let refused = match self.accumulator.add(&lane, size, write, item) {
-                Ok(()) => return Ok(future),
+                Ok(()) => return Ok(Some(future)),
                 Err((refused, back)) => {
                     item = back;
                     refused
@@ -168,25 +215,29 @@ impl ProducerCore {
         }
     }
 
-    /// Sends `message` alone on lane `lane` and waits up to `timeout_ms` for the broker
-    /// (GIL released; this thread writes and reads over a direct connection when one is
-    /// free). Returns its `SendResult` when stored; "" when it cannot go this way (a body to
-    /// compress: send it from Python); else `(uniq, response, error)`: the unique id it was
-    /// sent with and the broker's answer, or the transport error.
+    /// Sends `message` alone on lane `lane` (None: its topic's next lane, see `set_lanes`)
+    /// and waits up to `timeout_ms` for the broker (GIL released; this thread writes and
+    /// reads over a direct connection when one is free). Returns its `SendResult` when
+    /// stored; None when the topic has no lanes; "" when it cannot go this way (a body to
+    /// compress: send it from Python); else `(lane, uniq, response, error)`: the lane and
+    /// unique id it was sent with and the broker's answer, or the transport error.
     fn send(
         &self,
         py: Python<'_>,
-        lane: u32,
+        lane: Option<u32>,
         message: &Bound<'_, PyAny>,
         timeout_ms: u64,
-    ) -> PyResult<Py<PyAny>> {
+    ) -> PyResult<Option<Py<PyAny>>> {
         self.owner.check("producer")?;
-        let lane = self.template.lane(lane)?;
+        let Some(lane_id) = self.lane_for(lane, message)? else {
+            return Ok(None);
+        };
+        let lane = self.template.lane(lane_id)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
-            return Ok(PyString::new(py, "").into_any().unbind());
+            return Ok(Some(PyString::new(py, "").into_any().unbind()));
         };
         let timeout = Duration::from_millis(timeout_ms.max(1));
-        Ok(match self.direct.send(py, &lane, out, timeout)? {
+        Ok(Some(match self.direct.send(py, &lane, out, timeout)? {
             Sent::Stored(result) => result,
             Sent::Failed(failure) => {
                 let Failure {
@@ -202,18 +253,13 @@ impl ProducerCore {
                     Some(e) => e.into_value(py).into_any(),
                     None => py.None(),
                 };
-                PyTuple::new(
-                    py,
-                    [
-                        PyString::new(py, &uniq).into_any().unbind(),
-                        response,
-                        error,
-                    ],
-                )?
-                .into_any()
-                .unbind()
+                let lane = lane_id.into_pyobject(py)?.into_any().unbind();
+                let uniq = PyString::new(py, &uniq).into_any().unbind();
+                PyTuple::new(py, [lane, uniq, response, error])?
+                    .into_any()
+                    .unbind()
             }
-        })
+        }))
     }
 
     /// Sends whatever is gathering and waits (GIL released) up to `timeout_ms` until every

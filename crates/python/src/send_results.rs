@@ -5,7 +5,9 @@
 //! the answer means (`Producer._batch_done`); this only repeats it for every message.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString, PyType};
+use pyo3::types::{PyBytes, PyList, PyString, PyType};
+
+use crate::outgoing::Message;
 
 /// Slots of `rocketpy.message.SendResult`, in the order they are set.
 const SLOTS: [&str; 7] = [
@@ -24,7 +26,12 @@ pub struct Pending {
     pub future: Py<PyAny>,
     pub callback: Py<PyAny>,
     pub uniq: String,
-    pub message: Py<PyAny>,
+    /// What a retry needs to send the message again (not the `Message` itself: letting it
+    /// go at once keeps thousands of in-flight objects away from the garbage collector).
+    pub body: Py<PyBytes>,
+    pub flag: i32,
+    /// Its properties as sent, `UNIQ_KEY` included.
+    pub properties: String,
     /// The caller chose the queue (no retry on another broker).
     pub fixed: bool,
 }
@@ -46,47 +53,36 @@ impl Pending {
         }
     }
 
-    /// The messages as `(future, callback, uniq, message, fixed)` tuples (a failed request's
-    /// messages, for Python to retry or fail).
-    pub fn into_list(py: Python<'_>, items: Vec<Pending>) -> PyResult<Bound<'_, PyList>> {
-        let tuples = items
-            .into_iter()
-            .map(|p| (p.future, p.callback, p.uniq, p.message, p.fixed));
+    /// The messages of `topic` as `(future, callback, uniq, message, fixed)` tuples (a
+    /// failed request's messages, for Python to retry or fail), each `message` made again.
+    pub fn into_list<'py>(
+        py: Python<'py>,
+        topic: &str,
+        items: Vec<Pending>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let mut tuples = Vec::with_capacity(items.len());
+        for p in items {
+            let message = Message::rebuilt(py, topic, p.body, p.flag, &p.properties)?;
+            tuples.push((p.future, p.callback, p.uniq, message, p.fixed));
+        }
         PyList::new(py, tuples)
     }
 }
 
-/// Makes `SendFuture`s as their `__init__` would, without running Python: the type lists
-/// its initial attributes in `_INITIAL` (a tuple of name/value pairs, which a test checks
-/// against `__init__`).
+/// Makes `SendFuture`s as their `__init__` does: a bare instance, whose state is the class's
+/// defaults until set (see `rocketpy._future`).
 pub struct FutureMaker {
     future_type: Py<PyType>,
-    initial: Vec<(Py<PyString>, Py<PyAny>)>,
 }
 
 impl FutureMaker {
-    pub fn new(py: Python<'_>, future_type: Py<PyType>) -> PyResult<Self> {
-        let initial = future_type
-            .bind(py)
-            .getattr(pyo3::intern!(py, "_INITIAL"))?
-            .extract::<Vec<(Bound<'_, PyString>, Bound<'_, PyAny>)>>()?
-            .into_iter()
-            .map(|(k, v)| (k.unbind(), v.unbind()))
-            .collect();
-        Ok(FutureMaker {
-            future_type,
-            initial,
-        })
+    pub fn new(future_type: Py<PyType>) -> Self {
+        FutureMaker { future_type }
     }
 
     /// A new pending future.
     pub fn make(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let obj = generic_alloc(self.future_type.bind(py))?;
-        for (name, value) in &self.initial {
-            // Plain attributes of the instance dict (no descriptor among them).
-            obj.setattr(name.bind(py), value.bind(py))?;
-        }
-        Ok(obj.unbind())
+        Ok(generic_alloc(self.future_type.bind(py))?.unbind())
     }
 }
 

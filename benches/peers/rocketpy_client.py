@@ -16,8 +16,6 @@ from rocketpy.errors import ClientError, RocketpyError
 
 #: Queues of each benchmark topic (``rocketpy bench``'s topics and ``make bench-metrics`` use 8).
 QUEUES = 8
-#: Messages per pull: the broker's default cap (``maxTransferCountOnMessageInMemory``).
-PULL_BATCH = 32
 
 
 def prepare(address: str, name: str) -> None:
@@ -145,13 +143,13 @@ def fill(address: str, name: str, count: int, size: int, window: int) -> None:
 
 def consume(address: str, name: str, count: int, fetch: int) -> Throughput:
     """See :meth:`benches.peers.clients.Client.consume`: a new group's ``LitePullConsumer``
-    from the first offset, pulls of :data:`PULL_BATCH` (``fetch`` does not apply: the broker
-    caps a pull), offsets committed every 5 s as by default."""
+    from the first offset, pulls of ``fetch`` messages (the server's cap is raised to that,
+    see ``RocketpyServer``), offsets committed every 5 s as by default."""
     consumer = LitePullConsumer(
         f"{name}_reader_{uuid.uuid4().hex[:8]}",
         address,
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        pull_batch_size=PULL_BATCH,
+        pull_batch_size=fetch,
     )
     consumer.subscribe(name, "*")
     started = time.perf_counter()

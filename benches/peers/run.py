@@ -55,7 +55,7 @@ def _run_system(record: Record, round_no: int, system: str) -> None:
     """One system's turn in a round: its server, the four workloads, the server stopped."""
     s = record.settings
     client = load(system)
-    server = SERVERS[system]()
+    server = SERVERS[system](s)
     try:
         server.start()
         for w in WORKLOADS:

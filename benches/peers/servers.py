@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+from benches.peers.settings import Settings
+
 _PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -88,7 +90,8 @@ class Server(ABC):
     ready_text = ""
     stop_signal = signal.SIGTERM
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
         self.dir = Path(tempfile.mkdtemp(prefix=f"bench-peers-{self.name}-"))
         self.log_path = self.dir / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -162,19 +165,22 @@ class Server(ABC):
 
 
 class RocketpyServer(Server):
-    """``rocketpy dev``: a name server and a broker in one process, default broker settings."""
+    """``rocketpy dev``: a name server and a broker in one process, default broker settings
+    but one: a pull may carry ``PEER_FETCH`` messages (``maxTransferCountOnMessageInMemory``;
+    RocketMQ's default of 32 would cap the consumer's batches below the other systems')."""
 
     name = "rocketpy"
     title = "rocketpy [ASYNC_FLUSH]"
     durability = (
         "ASYNC_FLUSH (the default): ack once in the page cache (mmap); write-back started "
-        "every 0.5 s, msync every 10 s"
+        "every 0.5 s, msync every 10 s. maxTransferCountOnMessageInMemory = PEER_FETCH "
+        "(RocketMQ's default 32 caps a pull at 32 messages)"
     )
     ready_text = "rocketpy dev ready"
     stop_signal = signal.SIGINT
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, settings: Settings | None = None) -> None:
+        super().__init__(settings)
         self.namesrv_port, self.broker_port = free_port(), free_port()
 
     def command(self) -> list[str]:
@@ -190,6 +196,8 @@ class RocketpyServer(Server):
             str(self.broker_port),
             "--store-dir",
             str(self.dir / "data"),
+            "--set",
+            f"maxTransferCountOnMessageInMemory={max(32, self.settings.fetch)}",
         ]
 
     @property
@@ -212,8 +220,8 @@ class NatsServer(Server):
     )
     ready_text = "Server is ready"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, settings: Settings | None = None) -> None:
+        super().__init__(settings)
         self.port = free_port()
 
     def command(self) -> list[str]:
@@ -247,8 +255,8 @@ class RedisServer(Server):
     )
     ready_text = "Ready to accept connections"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, settings: Settings | None = None) -> None:
+        super().__init__(settings)
         self.port = free_port()
 
     def command(self) -> list[str]:

@@ -635,9 +635,9 @@ class Producer:
         """
         core = self._core if self.auto_batch else None
         if core is not None and timeout_ms is None:
-            # The hot path of auto-batching: the topic's next lane, the rest is native (the
-            # core makes the future too).
             if queue is None and selector is None and not self.send_latency_fault_enable:
+                # The hot path of auto-batching: the topic's next lane, the rest is native
+                # (the core makes the future too).
                 added = core.add(None, msg, callback, False, self.send_timeout_ms)
                 if added is None:  # lanes not known yet (or a retry topic: none)
                     lanes = self._lanes_of(core, msg.topic)

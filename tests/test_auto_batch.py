@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import itertools
 import threading
 import urllib.request
 from collections import defaultdict
@@ -346,3 +347,29 @@ def test_a_failing_answer_handler_still_ends_every_message(
     finally:
         p.shutdown()
     assert len(errors) == 100 and all(isinstance(e, RuntimeError) for e in errors)
+
+
+def test_sends_stick_to_a_queue_per_batch_and_share_the_queues_out_evenly(dev: DevServer) -> None:
+    topic, n = "AutoBatchSticky", 20_000
+    with Admin(dev.namesrv_addr) as admin:
+        admin.create_topic(topic, queues=4)
+        wait_until(lambda: admin.topic_route(topic) is not None)
+    p = producer(dev, "auto-batch-sticky")
+    try:
+        p.send(Message(topic, b"route"))
+        before = sends(dev)
+        futures = [p.send_async(Message(topic, b"x" * 100)) for _ in range(n)]
+        results = [f.result(30) for f in futures]
+        after = sends(dev)
+    finally:
+        p.shutdown()
+    per_queue: dict[int, int] = defaultdict(int)
+    for r in results:
+        per_queue[r.message_queue.queue_id] += 1
+    runs = 1 + sum(a.message_queue != b.message_queue for a, b in itertools.pairwise(results))
+    # Every queue gets its share over time...
+    assert len(per_queue) == 4 and min(per_queue.values()) > 0.6 * n / 4, dict(per_queue)
+    # ...in runs of consecutive messages (one batch each), not one message per queue in turn.
+    assert runs < n / 10, f"{runs} runs of one queue for {n} messages"
+    requests = sum(after.get(c, 0) - before.get(c, 0) for c in (SEND_V2, SEND_BATCH))
+    assert requests < n / 10, f"{requests} requests for {n} messages"

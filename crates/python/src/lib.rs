@@ -26,6 +26,7 @@ mod send_lanes;
 mod send_results;
 mod server;
 mod store;
+mod topic_lanes;
 mod unique_id;
 
 use pyo3::prelude::*;

@@ -3,8 +3,7 @@
 //! lanes both share (`send_lanes`). Python picks the lane and owns retries and errors.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -19,6 +18,7 @@ use crate::outgoing::Message;
 use crate::process::{self, Owner};
 use crate::send_lanes::{Outgoing, Template};
 use crate::send_results::{FutureMaker, Pending, ResultMaker};
+use crate::topic_lanes::TopicLanes;
 use crate::unique_id::UniqueIds;
 
 /// A producer's native send paths.
@@ -26,10 +26,9 @@ use crate::unique_id::UniqueIds;
 pub struct ProducerCore {
     accumulator: Accumulator<u32, Pending>,
     template: Arc<Template>,
-    /// Per topic, the lanes of its write queues (set by Python from the route), taken
-    /// round-robin by sends that name no lane.
-    topics: RwLock<HashMap<String, Arc<[u32]>>>,
-    turn: AtomicUsize,
+    /// Per topic, the lanes of its write queues (set by Python from the route), for sends
+    /// that name no lane.
+    topics: TopicLanes,
     direct: DirectSend,
     unique_ids: Py<UniqueIds>,
     futures: FutureMaker,
@@ -38,22 +37,14 @@ pub struct ProducerCore {
 }
 
 impl ProducerCore {
-    /// `lane`, or the next lane of `message`'s topic (None when it has none).
-    fn lane_for(&self, lane: Option<u32>, message: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
-        if lane.is_some() {
-            return Ok(lane);
-        }
-        let topic = match message.cast::<Message>() {
+    /// `message`'s topic.
+    fn topic_of(message: &Bound<'_, PyAny>) -> PyResult<String> {
+        Ok(match message.cast::<Message>() {
             Ok(m) => m.borrow().topic_ref(message.py()).to_str()?.to_owned(),
             Err(_) => message
                 .getattr(pyo3::intern!(message.py(), "topic"))?
                 .extract()?,
-        };
-        let topics = self.topics.read().unwrap_or_else(|e| e.into_inner());
-        Ok(topics.get(topic.as_str()).and_then(|lanes| {
-            let turn = self.turn.fetch_add(1, Ordering::Relaxed);
-            lanes.get(turn % lanes.len().max(1)).copied()
-        }))
+        })
     }
 }
 
@@ -120,8 +111,7 @@ impl ProducerCore {
                 client_id,
             },
             template,
-            topics: RwLock::default(),
-            turn: AtomicUsize::new(0),
+            topics: TopicLanes::default(),
             unique_ids,
             futures: FutureMaker::new(future_type),
             compress_over,
@@ -137,14 +127,12 @@ impl ProducerCore {
 
     /// The lanes that sends of `topic` naming no lane take in turn (from its route).
     fn set_lanes(&self, topic: String, lanes: Vec<u32>) {
-        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
-        topics.insert(topic, lanes.into());
+        self.topics.set(topic, lanes);
     }
 
     /// Forgets `topic`'s lanes (its route changed, or a send to it failed).
     fn forget_lanes(&self, topic: &str) {
-        let mut topics = self.topics.write().unwrap_or_else(|e| e.into_inner());
-        topics.remove(topic);
+        self.topics.forget(topic);
     }
 
     /// Adds `message` (a `rocketpy.Message`) to lane `lane` (see `lane()`) with its callback,
@@ -166,8 +154,17 @@ impl ProducerCore {
     ) -> PyResult<Option<Py<PyAny>>> {
         let refuse = |why: &str| Ok(Some(PyString::new(py, why).into_any().unbind()));
         self.owner.check("producer")?;
-        let Some(lane) = self.lane_for(lane, message)? else {
-            return Ok(None);
+        let sticky = match lane {
+            Some(_) => None,
+            None => Some(Self::topic_of(message)?),
+        };
+        let lane = match (lane, &sticky) {
+            (Some(lane), _) => lane,
+            (None, Some(topic)) => match self.topics.sticky(topic, &self.accumulator) {
+                Some(lane) => lane,
+                None => return Ok(None),
+            },
+            (None, None) => return Ok(None),
         };
         self.template.lane(lane)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
@@ -195,7 +192,12 @@ impl ProducerCore {
                 let _ = encode_batch_item(buf, flag, body, props);
             };
             let refused = match self.accumulator.add(&lane, size, write, item) {
-                Ok(()) => return Ok(Some(future)),
+                Ok(added) => {
+                    if let Some(topic) = &sticky {
+                        self.topics.added(topic, lane, added);
+                    }
+                    return Ok(Some(future));
+                }
                 Err((refused, back)) => {
                     item = back;
                     refused
@@ -229,8 +231,12 @@ impl ProducerCore {
         timeout_ms: u64,
     ) -> PyResult<Option<Py<PyAny>>> {
         self.owner.check("producer")?;
-        let Some(lane_id) = self.lane_for(lane, message)? else {
-            return Ok(None);
+        let lane_id = match lane {
+            Some(lane) => lane,
+            None => match self.topics.next(&Self::topic_of(message)?) {
+                Some(lane) => lane,
+                None => return Ok(None),
+            },
         };
         let lane = self.template.lane(lane_id)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {

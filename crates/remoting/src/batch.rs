@@ -59,8 +59,20 @@ pub enum AddError {
 
 /// Items of one lane that leave in one request.
 struct Gathering<T> {
+    /// Unique within the accumulator (see [`Added::batch`]).
+    id: u64,
     body: Vec<u8>,
     items: Vec<T>,
+}
+
+/// Where [`Accumulator::add`] put an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Added {
+    /// The batch it joined: while [`Accumulator::gathering`] names this batch, more items
+    /// of the lane join it; once it names another (or none), this one is full or sent.
+    pub batch: u64,
+    /// The item went out at once, alone (its lane had nothing in flight).
+    pub sent_alone: bool,
 }
 
 struct Lane<T> {
@@ -83,6 +95,7 @@ struct State<K, T> {
     lanes: HashMap<K, Lane<T>>,
     held: usize,
     closed: bool,
+    next_batch: u64,
 }
 
 struct Shared<K, T> {
@@ -130,6 +143,7 @@ where
                     lanes: HashMap::new(),
                     held: 0,
                     closed: false,
+                    next_batch: 0,
                 }),
                 released: Condvar::new(),
             }),
@@ -148,7 +162,7 @@ where
         size: usize,
         write: impl FnOnce(&mut Vec<u8>),
         item: T,
-    ) -> std::result::Result<(), (AddError, T)> {
+    ) -> std::result::Result<Added, (AddError, T)> {
         let settings = &self.shared.settings;
         let mut state = self.lock();
         if state.closed {
@@ -159,6 +173,7 @@ where
             return Err((AddError::Full, item));
         }
         state.held += size;
+        let id = state.next_batch;
         let l = state.lanes.entry(lane.clone()).or_default();
         let starts_new = match l.waiting.back() {
             None => true,
@@ -166,6 +181,7 @@ where
         };
         if starts_new {
             l.waiting.push_back(Gathering {
+                id,
                 // Room for a few items at once: growing by doubling from one costs more.
                 body: Vec::with_capacity(size.max(4096).min(settings.max_bytes.max(size))),
                 items: Vec::new(),
@@ -174,8 +190,13 @@ where
         let g = l.waiting.back_mut().expect("a gathering batch");
         write(&mut g.body);
         g.items.push(item);
+        let mut added = Added {
+            batch: g.id,
+            sent_alone: false,
+        };
         if l.in_flight {
-            return Ok(());
+            state.next_batch += u64::from(starts_new);
+            return Ok(added);
         }
         let front = l.waiting.front().expect("a gathering batch");
         let due = settings.max_delay.is_zero()
@@ -183,20 +204,35 @@ where
             || l.waiting.len() > 1;
         if due {
             let batch = Self::take_front(l);
+            added.sent_alone = batch.id == added.batch && batch.items.len() == 1;
+            state.next_batch += u64::from(starts_new);
             drop(state);
             self.launch(lane.clone(), batch);
-        } else if !l.timer {
+        } else {
+            let start_timer = !l.timer;
             l.timer = true;
-            let wait = settings.max_delay;
+            state.next_batch += u64::from(starts_new);
             drop(state);
-            let this = self.clone();
-            let lane = lane.clone();
-            self.shared.runtime.spawn(async move {
-                tokio::time::sleep(wait).await;
-                this.timer_fired(&lane);
-            });
+            if start_timer {
+                let wait = settings.max_delay;
+                let this = self.clone();
+                let lane = lane.clone();
+                self.shared.runtime.spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    this.timer_fired(&lane);
+                });
+            }
         }
-        Ok(())
+        Ok(added)
+    }
+
+    /// The batch of `lane` that new items join now (None: nothing is gathering).
+    pub fn gathering(&self, lane: &K) -> Option<u64> {
+        self.lock()
+            .lanes
+            .get(lane)
+            .and_then(|l| l.waiting.back())
+            .map(|g| g.id)
     }
 
     fn take_front(l: &mut Lane<T>) -> Gathering<T> {

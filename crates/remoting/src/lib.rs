@@ -14,7 +14,7 @@ pub mod memory;
 pub mod processor;
 pub mod server;
 
-pub use batch::{Accumulator, AddError, BatchSettings, BatchSink};
+pub use batch::{Accumulator, AddError, Added, BatchSettings, BatchSink};
 pub use client::{ClientConfig, RemotingClient};
 pub use connection::{BoxFuture, Connection, Reply, RequestHandler};
 pub use direct::{DirectConnection, DirectPool};

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{
-    Accumulator, AddError, BatchSettings, BatchSink, ClientConfig, ProcessorTable, RemotingClient,
-    RemotingServer, Reply, ServerConfig,
+    Accumulator, AddError, Added, BatchSettings, BatchSink, ClientConfig, ProcessorTable,
+    RemotingClient, RemotingServer, Reply, ServerConfig,
 };
 
 const BATCH: i32 = 1100;
@@ -116,7 +116,7 @@ fn settings() -> BatchSettings {
     }
 }
 
-fn add(acc: &Accumulator<String, u32>, lane: &str, item: u32) -> Result<(), AddError> {
+fn add(acc: &Accumulator<String, u32>, lane: &str, item: u32) -> Result<Added, AddError> {
     acc.add(
         &lane.to_owned(),
         4,
@@ -297,4 +297,36 @@ async fn a_failed_request_reports_each_of_its_items() {
     assert!(outcomes.iter().all(|(_, _, ok)| !ok));
     let items: Vec<u32> = outcomes.iter().flat_map(|(_, i, _)| i.clone()).collect();
     assert_eq!(items, (0..20).collect::<Vec<_>>());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn add_tells_which_batch_an_item_joined_and_when_it_left() {
+    let (server, _seen) = server(Duration::from_millis(200)).await;
+    let (acc, _outcomes) = accumulator(&server.local_addr().to_string(), settings());
+    let a = acc.clone();
+    tokio::task::spawn_blocking(move || {
+        let lane = "a".to_owned();
+        let first = add(&a, "a", 1).unwrap();
+        assert!(first.sent_alone, "an idle lane sends at once");
+        assert_eq!(a.gathering(&lane), None);
+        let second = add(&a, "a", 2).unwrap();
+        let third = add(&a, "a", 3).unwrap();
+        assert!(!second.sent_alone && !third.sent_alone);
+        assert_eq!(
+            second.batch, third.batch,
+            "both wait behind the first request"
+        );
+        assert_ne!(second.batch, first.batch);
+        assert_eq!(a.gathering(&lane), Some(second.batch));
+        // The first answer comes back; the gathered batch leaves.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while a.gathering(&lane) == Some(second.batch) {
+            assert!(std::time::Instant::now() < deadline, "the batch never left");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(a.flush(Duration::from_secs(5)));
+    })
+    .await
+    .unwrap();
+    server.shutdown().await;
 }

@@ -95,6 +95,7 @@ class ProducerCore:
         max_delay_ms: int = 0,
         total_max_bytes: int = 33554432,
         timeout_ms: int = 3000,
+        stored_natively: bool = True,
     ) -> None: ...
     def lane(self, addr: str, broker_name: str, topic: str, queue_id: int) -> int:
         """The number of the lane to this queue at this address (stable)."""

@@ -226,6 +226,8 @@ class Producer:
             max_delay_ms=self.batch_max_delay_ms,
             total_max_bytes=self.total_batch_max_bytes,
             timeout_ms=self.send_timeout_ms,
+            # Fault avoidance learns every request's latency in Python (_batch_done).
+            stored_natively=not self.send_latency_fault_enable,
         )
 
     def shutdown(self) -> None:

@@ -9,13 +9,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 use rocketpy_protocol::code::request;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::BatchSink;
 
 use crate::callbacks;
 use crate::client::RemotingResponse;
+use crate::client_metrics;
 use crate::errors;
+use crate::send_answers::Answers;
 use crate::send_lanes::Template;
 use crate::send_results::{Outcome, Pending, ResultMaker};
 
@@ -25,6 +28,9 @@ pub struct Sink {
     /// `on_done(addr, topic, broker_name, queue_id, elapsed_s, response, error, items)`.
     pub on_done: Arc<Py<PyAny>>,
     pub maker: Arc<ResultMaker>,
+    /// When set, answers that say "stored" complete their messages here, without
+    /// `on_done` (see `ProducerCore`).
+    pub answers: Option<Arc<Answers>>,
 }
 
 /// The flag, body range and properties of one encoded batch item (the layout
@@ -74,6 +80,43 @@ impl BatchSink<u32, Pending> for Sink {
         let on_done = self.on_done.clone();
         let maker = self.maker.clone();
         let lane = self.template.lane(*lane).expect("a known lane");
+        if let Some(answers) = &self.answers {
+            if let Ok(cmd) = &result {
+                if answers.stored(cmd).is_some() {
+                    let count = items.len() as u64;
+                    client_metrics::record(&answers.client_id, &lane.topic, elapsed, true, count);
+                    let answers = answers.clone();
+                    callbacks::submit(move |py| {
+                        let Ok(cmd) = result else { return };
+                        let Some(stored) = answers.stored(&cmd) else {
+                            return;
+                        };
+                        let queue = match stored.queue(py, &lane, &answers.queue_type) {
+                            Ok(queue) => queue,
+                            Err(err) => {
+                                // Nothing is lost silently: every message learns of it.
+                                for item in items {
+                                    item.fail(py, &err);
+                                }
+                                err.write_unraisable(py, None);
+                                return;
+                            }
+                        };
+                        let outcome = Outcome {
+                            status: stored.status.bind(py).clone(),
+                            queue,
+                            region: PyString::new(py, stored.region()).into_any(),
+                            ids: stored.msg_ids().split(',').map(str::to_owned).collect(),
+                            first_offset: stored.offset(),
+                        };
+                        if let Err(err) = maker.complete_all(py, &outcome, items) {
+                            err.write_unraisable(py, None);
+                        }
+                    });
+                    return;
+                }
+            }
+        }
         callbacks::submit(move |py| {
             let (response, error) = match result {
                 Ok(cmd) => {

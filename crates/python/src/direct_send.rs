@@ -4,13 +4,12 @@
 //! without running Python. Anything but a stored message goes back to Python, which owns the
 //! retry policy and the errors (`Producer.send`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyType};
+use pyo3::types::PyString;
 use rocketpy_protocol::code::request;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::RemotingClient as NativeClient;
@@ -18,6 +17,7 @@ use rocketpy_remoting::RemotingClient as NativeClient;
 use crate::client::{invoke_blocking, RemotingResponse};
 use crate::client_metrics;
 use crate::errors;
+use crate::send_answers::Answers;
 use crate::send_lanes::{Lane, Outgoing, Template};
 use crate::send_results::ResultMaker;
 
@@ -26,12 +26,7 @@ pub struct DirectSend {
     pub client: NativeClient,
     pub template: Arc<Template>,
     pub results: Arc<ResultMaker>,
-    /// Broker codes that mean "stored", with their `SendStatus`.
-    pub statuses: HashMap<i32, Py<PyAny>>,
-    /// `MessageQueue`.
-    pub queue_type: Py<PyType>,
-    /// For the client metrics.
-    pub client_id: String,
+    pub answers: Arc<Answers>,
 }
 
 /// How a direct send ended.
@@ -70,7 +65,7 @@ impl DirectSend {
         let resp = match answer {
             Ok(resp) => resp,
             Err(e) => {
-                client_metrics::record(&self.client_id, &lane.topic, elapsed, false, 1);
+                client_metrics::record(&self.answers.client_id, &lane.topic, elapsed, false, 1);
                 return Ok(Sent::Failed(Box::new(Failure {
                     uniq: out.uniq,
                     response: None,
@@ -78,46 +73,26 @@ impl DirectSend {
                 })));
             }
         };
-        let Some(status) = self.statuses.get(&resp.code) else {
-            client_metrics::record(&self.client_id, &lane.topic, elapsed, false, 1);
+        let answers = &self.answers;
+        let Some(stored) = answers.stored(&resp) else {
+            client_metrics::record(&answers.client_id, &lane.topic, elapsed, false, 1);
             return Ok(Sent::Failed(Box::new(Failure {
                 uniq: out.uniq,
                 response: Some(RemotingResponse::new(request::SEND_MESSAGE_V2, resp)),
                 error: None,
             })));
         };
-        client_metrics::record(&self.client_id, &lane.topic, elapsed, true, 1);
-        // Read as leniently as the header spec reads them for Python (`Producer._result`).
-        let field = |name: &str| resp.ext_fields.get(name).map(|v| v.trim());
-        let queue_id = field("queueId").and_then(|v| v.parse::<i32>().ok());
-        let queue = match queue_id {
-            Some(id) if id != lane.queue_id => {
-                self.queue_type
-                    .bind(py)
-                    .call1((&lane.topic, &lane.broker_name, id))?
-            }
-            _ => lane.queue(py, &self.queue_type)?,
-        };
-        let offset = field("queueOffset")
-            .and_then(|v| v.parse::<i64>().ok())
-            .unwrap_or(-1);
-        let region = field("MSG_REGION")
-            .filter(|r| !r.is_empty())
-            .unwrap_or("DefaultRegion");
-        let transaction_id = match resp.ext_fields.get("transactionId") {
-            Some(t) => PyString::new(py, t).into_any(),
-            None => py.None().into_bound(py),
-        };
+        client_metrics::record(&answers.client_id, &lane.topic, elapsed, true, 1);
         let result = self.results.make(
             py,
             [
-                status.bind(py).clone(),
+                stored.status.bind(py).clone(),
                 PyString::new(py, &out.uniq).into_any(),
-                PyString::new(py, field("msgId").unwrap_or("")).into_any(),
-                queue,
-                offset.into_pyobject(py)?.into_any(),
-                PyString::new(py, region).into_any(),
-                transaction_id,
+                PyString::new(py, stored.msg_ids()).into_any(),
+                stored.queue(py, lane, &answers.queue_type)?,
+                stored.offset().into_pyobject(py)?.into_any(),
+                PyString::new(py, stored.region()).into_any(),
+                stored.transaction_id(py),
             ],
         )?;
         Ok(Sent::Stored(result.unbind()))

@@ -22,6 +22,7 @@ mod producer_core;
 mod protocol;
 mod pull_range;
 mod runtime;
+mod send_answers;
 mod send_lanes;
 mod send_results;
 mod server;

@@ -16,6 +16,7 @@ use crate::client::RemotingClient;
 use crate::direct_send::{DirectSend, Failure, Sent};
 use crate::outgoing::Message;
 use crate::process::{self, Owner};
+use crate::send_answers::Answers;
 use crate::send_lanes::{Outgoing, Template};
 use crate::send_results::{FutureMaker, Pending, ResultMaker};
 use crate::topic_lanes::TopicLanes;
@@ -56,11 +57,13 @@ impl ProducerCore {
     /// item to get its `result_type` (`SendResult`) with `msg_ids` split at commas.
     /// `future_type` (`SendFuture`) is made without running `__init__`: a bare instance.
     /// `statuses` maps the broker codes that mean "stored" to their `SendStatus`;
-    /// `queue_type` is `MessageQueue`; `client_id` labels the client metrics.
+    /// `queue_type` is `MessageQueue`; `client_id` labels the client metrics. With
+    /// `stored_natively`, a batched request whose answer says stored completes its messages
+    /// without calling `on_done` (which then sees only failures).
     /// Messages with a body over `compress_over` bytes are not taken (`add` and `send`
     /// return "").
     #[new]
-    #[pyo3(signature = (client, group, default_topic, default_topic_queue_nums, on_done, result_type, future_type, queue_type, statuses, client_id, unique_ids, compress_over, max_bytes=32768, max_delay_ms=0, total_max_bytes=33554432, timeout_ms=3000))]
+    #[pyo3(signature = (client, group, default_topic, default_topic_queue_nums, on_done, result_type, future_type, queue_type, statuses, client_id, unique_ids, compress_over, max_bytes=32768, max_delay_ms=0, total_max_bytes=33554432, timeout_ms=3000, stored_natively=true))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn new(
         py: Python<'_>,
@@ -80,6 +83,7 @@ impl ProducerCore {
         max_delay_ms: u64,
         total_max_bytes: usize,
         timeout_ms: u64,
+        stored_natively: bool,
     ) -> PyResult<Self> {
         let settings = BatchSettings {
             max_bytes: max_bytes.max(1),
@@ -93,10 +97,16 @@ impl ProducerCore {
             default_topic_queue_nums,
         ));
         let maker = Arc::new(ResultMaker::new(py, result_type));
+        let answers = Arc::new(Answers {
+            statuses,
+            queue_type,
+            client_id,
+        });
         let sink = Arc::new(Sink {
             template: template.clone(),
             on_done: Arc::new(on_done),
             maker: maker.clone(),
+            answers: stored_natively.then(|| answers.clone()),
         });
         let native = client.native();
         let runtime = native.runtime().clone();
@@ -106,9 +116,7 @@ impl ProducerCore {
                 client: native,
                 template: template.clone(),
                 results: maker,
-                statuses,
-                queue_type,
-                client_id,
+                answers,
             },
             template,
             topics: TopicLanes::default(),

@@ -14,14 +14,14 @@
 
 use std::collections::HashMap;
 
-use rustc_hash::FxHashMap;
-
 use bytes::Bytes;
 
 use crate::error::{Result, StoreError};
 use crate::mapped_file::FileKind;
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::padded::Padded;
+use crate::put_state::PutState;
+use crate::queue_table::ConsumeQueueTable;
 use rocketpy_protocol::flag::message as sys_flag;
 use rocketpy_protocol::message::record::{self, Decoded, MessageToStore, Placement, RecordView};
 
@@ -91,23 +91,6 @@ impl Drop for BusyMark<'_> {
 /// A damaged span of the log `[start, end)`, found by recovery.
 pub type BadRange = (i64, i64);
 
-#[derive(Default)]
-struct PutState {
-    /// topic -> queue id -> next queue offset (RocketMQ's `topicQueueTable`).
-    queue_offsets: FxHashMap<String, FxHashMap<i32, i64>>,
-    last_store_timestamp: i64,
-}
-
-impl PutState {
-    fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
-        self.queue_offsets
-            .get(topic)
-            .and_then(|q| q.get(&queue_id))
-            .copied()
-            .unwrap_or(0)
-    }
-}
-
 /// The CommitLog.
 pub struct CommitLog {
     files: MappedFileQueue,
@@ -160,17 +143,16 @@ impl CommitLog {
         self.files.load()
     }
 
-    /// Appends `msgs` under one lock acquisition, calling `dispatch` for each record in order.
+    /// Appends `msgs` under one lock acquisition and adds their units to `queues`, in order.
     ///
     /// Space comes first: the CommitLog's (the next file too when the batch will not fit in
-    /// this one) and, through `reserve`, each consume queue's for the units the batch adds.
-    /// On a full disk the batch is refused there, before any of it is stored, so it is never
-    /// stored in part nor left without its queue units.
+    /// this one) and each consume queue's for the units the batch adds. On a full disk the
+    /// batch is refused there, before any of it is stored, so it is never stored in part nor
+    /// left without its queue units.
     pub fn put_batch(
         &self,
         msgs: &[MessageToStore],
-        mut reserve: impl FnMut(&QueueUnits<'_>) -> Result<()>,
-        mut dispatch: impl FnMut(&DispatchRequest<'_>) -> Result<()>,
+        queues: &ConsumeQueueTable,
     ) -> Result<Vec<AppendResult>> {
         let file_size = self.files.file_size();
         let mut total = 0;
@@ -207,8 +189,11 @@ impl CommitLog {
         if let [msg] = msgs {
             // The common case, without the list below.
             if consumable(msg.effective_sys_flag()) {
-                let next = state.next_queue_offset(&msg.topic, msg.queue_id);
-                reserve(&(&msg.topic, msg.queue_id, next, 1))?;
+                let slot = state.slot(&msg.topic, msg.queue_id);
+                let cq = slot
+                    .cq
+                    .get_or_insert_with(|| queues.open(&msg.topic, msg.queue_id));
+                cq.reserve(slot.next, 1)?;
             }
         } else {
             let mut units: Vec<QueueUnits<'_>> = Vec::new();
@@ -221,16 +206,13 @@ impl CommitLog {
                     .find(|u| u.1 == msg.queue_id && u.0 == msg.topic)
                 {
                     Some(u) => u.3 += 1,
-                    None => units.push((
-                        &msg.topic,
-                        msg.queue_id,
-                        state.next_queue_offset(&msg.topic, msg.queue_id),
-                        1,
-                    )),
+                    None => units.push((&msg.topic, msg.queue_id, 0, 1)),
                 }
             }
-            for u in &units {
-                reserve(u)?;
+            for (topic, queue_id, _, count) in &units {
+                let slot = state.slot(topic, *queue_id);
+                let cq = slot.cq.get_or_insert_with(|| queues.open(topic, *queue_id));
+                cq.reserve(slot.next, *count)?;
             }
         }
         // One store time for the whole batch, as RocketMQ stamps a batch. It never goes
@@ -250,42 +232,35 @@ impl CommitLog {
             }
             let physical_offset = (file.from_offset() + file.wrote() as u64) as i64;
             let sys_flag = msg.effective_sys_flag();
-            let consumable = consumable(sys_flag);
-            let queue_offset = if consumable {
-                state.next_queue_offset(&msg.topic, msg.queue_id)
-            } else {
-                0
-            };
+            // One look-up per record: its offset, then its unit, through the same slot.
+            let mut slot = consumable(sys_flag).then(|| state.slot(&msg.topic, msg.queue_id));
+            let queue_offset = slot.as_ref().map_or(0, |s| s.next);
             let at = Placement {
                 queue_offset,
                 physical_offset,
                 store_timestamp,
             };
             writer.append_tail(len, |buf| record::encode_into(msg, at, crc, buf))?;
-            if consumable {
-                // Look up before inserting: `entry` would allocate the topic on every put.
-                match state.queue_offsets.get_mut(msg.topic.as_str()) {
-                    Some(queues) => {
-                        queues.insert(msg.queue_id, queue_offset + 1);
-                    }
-                    None => {
-                        let mut queues = FxHashMap::default();
-                        queues.insert(msg.queue_id, queue_offset + 1);
-                        state.queue_offsets.insert(msg.topic.clone(), queues);
-                    }
-                }
+            if let Some(slot) = slot.as_mut() {
+                slot.next = queue_offset + 1;
+                let cq = slot
+                    .cq
+                    .get_or_insert_with(|| queues.open(&msg.topic, msg.queue_id));
+                queues.dispatch_into(
+                    cq,
+                    &DispatchRequest {
+                        topic: &msg.topic,
+                        queue_id: msg.queue_id,
+                        commit_log_offset: physical_offset,
+                        msg_size: len as i32,
+                        tags_code: msg.tags_code,
+                        store_timestamp,
+                        consume_queue_offset: queue_offset,
+                        properties: &msg.properties,
+                        sys_flag,
+                    },
+                )?;
             }
-            dispatch(&DispatchRequest {
-                topic: &msg.topic,
-                queue_id: msg.queue_id,
-                commit_log_offset: physical_offset,
-                msg_size: len as i32,
-                tags_code: msg.tags_code,
-                store_timestamp,
-                consume_queue_offset: queue_offset,
-                properties: &msg.properties,
-                sys_flag,
-            })?;
             results.push(AppendResult {
                 wrote_offset: physical_offset,
                 wrote_bytes: len as i32,
@@ -388,16 +363,8 @@ impl CommitLog {
             writer.reserve(end as u64, (end as usize + len) as u64)?;
             writer.append_tail(len, |buf| buf.copy_from_slice(&rest[..len]))?;
             if consumable {
-                let next = view.queue_offset + 1;
-                let queues = match state.queue_offsets.get_mut(view.topic) {
-                    Some(queues) => queues,
-                    None => state
-                        .queue_offsets
-                        .entry(view.topic.to_owned())
-                        .or_default(),
-                };
-                let slot = queues.entry(view.queue_id).or_insert(next);
-                *slot = (*slot).max(next);
+                let slot = state.slot(view.topic, view.queue_id);
+                slot.next = slot.next.max(view.queue_offset + 1);
             }
             state.last_store_timestamp = state.last_store_timestamp.max(view.store_timestamp);
             dispatch(&view)?;
@@ -459,17 +426,14 @@ impl CommitLog {
 
     /// Replaces the queue offset table (after recovery).
     pub fn set_queue_offsets(&self, table: HashMap<String, HashMap<i32, i64>>) {
-        self.lock_state().queue_offsets = table
-            .into_iter()
-            .map(|(t, q)| (t, q.into_iter().collect()))
-            .collect();
+        self.lock_state().set_queue_offsets(table);
     }
 
     /// Runs `f` under the put lock after forgetting `topic`'s queue offsets (its queues are
     /// being deleted: a topic created again under that name starts at offset 0).
     pub fn forget_topic<T>(&self, topic: &str, f: impl FnOnce() -> T) -> T {
         let mut state = self.lock_state();
-        state.queue_offsets.remove(topic);
+        state.forget_topic(topic);
         f()
     }
 

@@ -23,6 +23,7 @@ pub mod mapped_file_queue;
 pub mod message_store;
 mod padded;
 mod prefault;
+mod put_state;
 pub mod queue_table;
 pub mod ratelimit;
 pub mod reader;

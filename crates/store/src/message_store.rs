@@ -336,11 +336,7 @@ impl MessageStore {
         };
         let results = self
             .commit_log
-            .put_batch(
-                msgs,
-                |units| self.queues.reserve(units),
-                |req| self.queues.dispatch(req),
-            )
+            .put_batch(msgs, &self.queues)
             .map_err(|e| self.clean.on_write_error(e))?;
         // After the append: the flush that completes the ticket covers these records.
         let flush = self.flush.ticket_for(msgs);

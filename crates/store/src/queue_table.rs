@@ -2,10 +2,11 @@
 //! dispatch of CommitLog records into them.
 //!
 //! Queues are added by dispatch and removed only with their topic ([`ConsumeQueueTable::remove_topic`],
-//! under the CommitLog's put lock like dispatch), which is what lets the put path keep its own
-//! copy of the table: `dispatch` runs under the CommitLog's put lock, so that copy's mutex is
-//! never contended, and appends stay off the shared RwLock whose reader count every lookup on
-//! every core writes.
+//! under the CommitLog's put lock like dispatch), which is what lets writers keep their own
+//! references: puts keep each queue in the CommitLog's put state ([`crate::put_state`]), and
+//! replication and recovery, which dispatch under the put lock too, in this table's own copy
+//! (whose mutex is never contended), so appends stay off the shared RwLock whose reader count
+//! every lookup on every core writes.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -193,6 +194,24 @@ impl ConsumeQueueTable {
         if !req.is_consumable() {
             return Ok(());
         }
+        let unit = self.unit_of(req);
+        self.with_put_queue(req.topic, req.queue_id, |cq| {
+            if recovered {
+                cq.put_recovered(req.consume_queue_offset, unit)
+            } else {
+                cq.put(req.consume_queue_offset, unit)
+            }
+        })
+    }
+
+    /// The put path's dispatch: adds the unit of a consumable record to `cq`, its queue
+    /// (found once per put by the CommitLog, see [`crate::put_state`]).
+    pub(crate) fn dispatch_into(&self, cq: &ConsumeQueue, req: &DispatchRequest<'_>) -> Result<()> {
+        cq.put(req.consume_queue_offset, self.unit_of(req))
+    }
+
+    /// The consume-queue unit of a record: the schedule topic's tags code is its delivery time.
+    fn unit_of(&self, req: &DispatchRequest<'_>) -> CqUnit {
         let tags_code = if req.topic == SCHEDULE_TOPIC {
             delay::compute_tags_code(
                 req.topic,
@@ -203,18 +222,17 @@ impl ConsumeQueueTable {
         } else {
             req.tags_code
         };
-        let unit = CqUnit {
+        CqUnit {
             commit_log_offset: req.commit_log_offset,
             size: req.msg_size,
             tags_code,
-        };
-        self.with_put_queue(req.topic, req.queue_id, |cq| {
-            if recovered {
-                cq.put_recovered(req.consume_queue_offset, unit)
-            } else {
-                cq.put(req.consume_queue_offset, unit)
-            }
-        })
+        }
+    }
+
+    /// The queue of `(topic, queue_id)` for the put path, created on first use (called under
+    /// the CommitLog's put lock, which keeps it until the topic is removed).
+    pub(crate) fn open(&self, topic: &str, queue_id: i32) -> Arc<ConsumeQueue> {
+        self.find_or_create(topic, queue_id)
     }
 
     /// Reserves the disk space of units a put will add (before it appends anything), so the

@@ -12,14 +12,35 @@ pub fn java_string_hash_concat(parts: &[&str]) -> i32 {
     let mut h = 0i32;
     for part in parts {
         if part.is_ascii() {
-            for b in part.bytes() {
-                h = h.wrapping_mul(31).wrapping_add(b as i32);
-            }
+            h = ascii_hash_from(h, part.as_bytes());
         } else {
             for unit in part.encode_utf16() {
                 h = h.wrapping_mul(31).wrapping_add(unit as i32);
             }
         }
+    }
+    h
+}
+
+/// Continues Java's hash `h` over ASCII bytes, four at a time: `h*31^4 + b0*31^3 + b1*31^2 +
+/// b2*31 + b3` is the same sum as four steps (wrapping arithmetic is a ring), without each
+/// byte waiting for the previous multiply (index keys are hashed on the index thread for
+/// every stored message).
+fn ascii_hash_from(mut h: i32, bytes: &[u8]) -> i32 {
+    const P2: i32 = 31 * 31;
+    const P3: i32 = 31 * 31 * 31;
+    const P4: i32 = 31 * 31 * 31 * 31;
+    let mut quads = bytes.chunks_exact(4);
+    for q in quads.by_ref() {
+        let tail = (q[0] as i32)
+            .wrapping_mul(P3)
+            .wrapping_add((q[1] as i32).wrapping_mul(P2))
+            .wrapping_add((q[2] as i32).wrapping_mul(31))
+            .wrapping_add(q[3] as i32);
+        h = h.wrapping_mul(P4).wrapping_add(tail);
+    }
+    for &b in quads.remainder() {
+        h = h.wrapping_mul(31).wrapping_add(b as i32);
     }
     h
 }
@@ -49,6 +70,16 @@ mod tests {
             assert_eq!(
                 java_string_hash_concat(&[a, "#", b]),
                 java_string_hash(&format!("{a}#{b}"))
+            );
+        }
+        // The four-at-a-time ASCII path against the one-unit-at-a-time fold, every remainder.
+        let long = "BenchTopic#0123456789ABCDEF0123456789ABCDEF~";
+        for end in 0..=long.len() {
+            let (a, b) = long.split_at(end / 2);
+            let b = &b[..end - end / 2];
+            assert_eq!(
+                java_string_hash_concat(&[a, b]),
+                java_string_hash(&long[..end])
             );
         }
     }

@@ -407,14 +407,21 @@ pub fn decode_all(buf: &[u8]) -> Result<Vec<RecordView<'_>>> {
 
 /// The offset message id: uppercase hex of store ip + port (i32) + physical offset (i64).
 pub fn offset_msg_id(store_host: &SocketAddr, physical_offset: i64) -> String {
-    let mut raw = Vec::with_capacity(28);
-    match store_host.ip() {
-        IpAddr::V4(ip) => raw.extend_from_slice(&ip.octets()),
-        IpAddr::V6(ip) => raw.extend_from_slice(&ip.octets()),
-    }
-    raw.extend_from_slice(&(store_host.port() as i32).to_be_bytes());
-    raw.extend_from_slice(&physical_offset.to_be_bytes());
-    hex_upper(&raw)
+    // On a stack buffer: this runs for every stored message.
+    let mut raw = [0u8; 28];
+    let ip_len = match store_host.ip() {
+        IpAddr::V4(ip) => {
+            raw[..4].copy_from_slice(&ip.octets());
+            4
+        }
+        IpAddr::V6(ip) => {
+            raw[..16].copy_from_slice(&ip.octets());
+            16
+        }
+    };
+    raw[ip_len..ip_len + 4].copy_from_slice(&(store_host.port() as i32).to_be_bytes());
+    raw[ip_len + 4..ip_len + 12].copy_from_slice(&physical_offset.to_be_bytes());
+    hex_upper(&raw[..ip_len + 12])
 }
 
 /// Parses an offset message id back into (store host, physical offset).
@@ -450,12 +457,12 @@ pub fn parse_offset_msg_id(id: &str) -> Result<(SocketAddr, i64)> {
 /// Uppercase hex.
 pub fn hex_upper(raw: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut s = String::with_capacity(raw.len() * 2);
-    for b in raw {
-        s.push(HEX[(b >> 4) as usize] as char);
-        s.push(HEX[(b & 0xF) as usize] as char);
+    let mut s = vec![0u8; raw.len() * 2];
+    for (pair, b) in s.chunks_exact_mut(2).zip(raw) {
+        pair[0] = HEX[(b >> 4) as usize];
+        pair[1] = HEX[(b & 0xF) as usize];
     }
-    s
+    String::from_utf8(s).expect("hex digits are ASCII")
 }
 
 #[cfg(test)]

@@ -1,0 +1,17 @@
+//! A steady stream of single-message puts for a profiler:
+//! `cargo run --release -p rocketpy-benches --example put_profile [body bytes] [puts] [writers]`
+//! (e.g. under `perf record`). Prints the rate.
+
+use rocketpy_benches::store_rate;
+
+fn main() {
+    let arg = |i: usize, default: usize| {
+        std::env::args()
+            .nth(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
+    };
+    let (body, n, writers) = (arg(1, 100), arg(2, 3_000_000), arg(3, 1));
+    let (rate, record_len) = store_rate(body, n, writers, 1 << 30, |_| {});
+    println!("{writers} writer(s), {body} B body ({record_len} B record): {rate:.0} msg/s");
+}

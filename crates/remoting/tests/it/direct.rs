@@ -28,16 +28,7 @@ fn server(rt: &Runtime, idle_timeout: Option<Duration>) -> RemotingServer {
             )))
         }),
     );
-    table.register(
-        SLOW,
-        Arc::new(|_: &Arc<_>, req: &RemotingCommand| {
-            let resp = RemotingCommand::response_to(req, response::SUCCESS);
-            Ok(Reply::Later(Box::pin(async move {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                Some(resp)
-            })))
-        }),
-    );
+    crate::register_slow(&mut table, SLOW);
     let config = ServerConfig {
         idle_timeout,
         ..ServerConfig::default()

@@ -23,16 +23,7 @@ async fn server() -> RemotingServer {
             Ok(Reply::Now(Some(resp)))
         }),
     );
-    table.register(
-        SLOW,
-        Arc::new(|_: &Arc<_>, req: &RemotingCommand| {
-            let resp = RemotingCommand::response_to(req, response::SUCCESS);
-            Ok(Reply::Later(Box::pin(async move {
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                Some(resp)
-            })))
-        }),
-    );
+    crate::register_slow(&mut table, SLOW);
     RemotingServer::bind("127.0.0.1:0", table, ServerConfig::default())
         .await
         .unwrap()

@@ -12,6 +12,10 @@ fn main() {
             .unwrap_or(default)
     };
     let (body, n, writers) = (arg(1, 100), arg(2, 3_000_000), arg(3, 1));
-    let (rate, record_len) = store_rate(body, n, writers, 1 << 30, |_| {});
+    // NO_INDEX=1: without the index thread, to see what it costs the writers on few cores.
+    let no_index = std::env::var_os("NO_INDEX").is_some();
+    let (rate, record_len) = store_rate(body, n, writers, 1 << 30, |c| {
+        c.message_index_enable = !no_index;
+    });
     println!("{writers} writer(s), {body} B body ({record_len} B record): {rate:.0} msg/s");
 }

@@ -176,9 +176,11 @@ impl CommitLog {
             many = msgs.iter().map(|m| record::body_crc(&m.body)).collect();
             &many
         };
+        // The clock is read before the lock, which is what concurrent writers queue for; the
+        // `max` with the last stamp below keeps stamps monotonic in log order all the same.
+        let now = now_millis();
         let mut state = self.lock_state();
         let mut writer = self.files.writer();
-        let now = now_millis();
         let busy = BusyMark::new(&self.locked_since, now);
         {
             let tail = writer.roll(0)?;

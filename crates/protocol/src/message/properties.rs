@@ -85,21 +85,23 @@ pub fn without(s: &str, names: &[&str]) -> String {
     encode(pairs(s).filter(|(k, _)| !names.contains(k)))
 }
 
-/// Finds one property without decoding the rest. This runs on every put and for every
-/// indexed record, on strings of a few items: a walk over the item separators beats building
-/// a substring searcher (which allocates) each call.
+/// Finds one property without decoding the rest. This runs on every put (the delay-level
+/// check) and for every indexed record, on strings of a few items: a walk over the item
+/// separators beats building a substring searcher (which allocates) each call, and an item
+/// is compared only when its first byte and the byte after the name fit (most items differ
+/// in their first byte, so most need no comparison call).
 pub fn find<'a>(s: &'a str, name: &str) -> Option<&'a str> {
     let bytes = s.as_bytes();
     let name = name.as_bytes();
     let mut pos = 0usize;
     while pos < bytes.len() {
-        let end = memchr::memchr(PROPERTY_SEPARATOR as u8, &bytes[pos..])
-            .map_or(bytes.len(), |i| pos + i);
-        let item = &bytes[pos..end];
-        if item.len() > name.len()
-            && item.starts_with(name)
-            && item[name.len()] == NAME_VALUE_SEPARATOR as u8
-        {
+        let rest = &bytes[pos..];
+        let hit = rest.len() > name.len()
+            && (name.is_empty() || rest[0] == name[0])
+            && rest[name.len()] == NAME_VALUE_SEPARATOR as u8
+            && &rest[..name.len()] == name;
+        let end = memchr::memchr(PROPERTY_SEPARATOR as u8, rest).map_or(bytes.len(), |i| pos + i);
+        if hit && end > pos + name.len() {
             // Separators are ASCII: both ends are char boundaries.
             return Some(&s[pos + name.len() + 1..end]);
         }

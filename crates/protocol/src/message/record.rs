@@ -456,13 +456,29 @@ pub fn parse_offset_msg_id(id: &str) -> Result<(SocketAddr, i64)> {
 
 /// Uppercase hex.
 pub fn hex_upper(raw: &[u8]) -> String {
+    if raw.len() <= 28 {
+        // Offset ids (every stored message): digits on the stack, then one exact allocation
+        // (no zeroed buffer, no per-char pushes).
+        let mut buf = [0u8; 56];
+        let n = hex_into(raw, &mut buf);
+        return std::str::from_utf8(&buf[..n])
+            .expect("hex digits are ASCII")
+            .to_owned();
+    }
+    let mut buf = vec![0u8; raw.len() * 2];
+    hex_into(raw, &mut buf);
+    String::from_utf8(buf).expect("hex digits are ASCII")
+}
+
+/// Writes the uppercase hex of `raw` at the start of `out` (at least twice as long); returns
+/// the digits written.
+fn hex_into(raw: &[u8], out: &mut [u8]) -> usize {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut s = vec![0u8; raw.len() * 2];
-    for (pair, b) in s.chunks_exact_mut(2).zip(raw) {
+    for (pair, b) in out.chunks_exact_mut(2).zip(raw) {
         pair[0] = HEX[(b >> 4) as usize];
         pair[1] = HEX[(b & 0xF) as usize];
     }
-    String::from_utf8(s).expect("hex digits are ASCII")
+    raw.len() * 2
 }
 
 #[cfg(test)]
@@ -557,6 +573,15 @@ mod tests {
         let mut blank = [0u8; 16];
         encode_blank(&mut blank);
         assert!(matches!(decode(&blank, true), Ok(Decoded::EndOfFile)));
+    }
+
+    #[test]
+    fn hex_upper_short_and_long() {
+        for n in [0usize, 1, 12, 28, 29, 40] {
+            let raw: Vec<u8> = (0..n).map(|i| (i * 37 + 11) as u8).collect();
+            let want: String = raw.iter().map(|b| format!("{b:02X}")).collect();
+            assert_eq!(hex_upper(&raw), want);
+        }
     }
 
     #[test]

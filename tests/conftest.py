@@ -12,6 +12,10 @@ import pytest
 
 from devserver import DevProcess
 
+# Loopback only: Spark (here and in the examples and benchmarks the tests start) otherwise
+# binds and advertises this machine's own address.
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
 
 @pytest.fixture
 def dev_server(tmp_path: Path) -> Iterator[DevProcess]:
@@ -45,6 +49,8 @@ def spark() -> Iterator[Any]:
     session = (
         SparkSession.builder.master("local[2]")
         .appName("rocketpy-tests")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .getOrCreate()

@@ -49,6 +49,10 @@ class Catalog(abc.ABC):
     def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
         """Messages of offsets ``[start, end)`` kept by the subscription, as Arrow batches."""
 
+    @abc.abstractmethod
+    def commit(self, q: Queue, offset: int) -> None:
+        """Records ``offset`` as the read's consumer group progress on ``q``."""
+
     def arrow_schema(self, opts: ReadOptions) -> pa.Schema:
         """The columns the reads produce."""
         return project(list(opts.columns)) if opts.columns else ARROW_SCHEMA
@@ -101,6 +105,9 @@ class OnlineCatalog(Catalog):
     def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
         return self.admin.search_offset(self._mq(q), timestamp_ms, q.addr)
 
+    def commit(self, q: Queue, offset: int) -> None:
+        self.admin.commit_offset(self.opts.group, self._mq(q), offset, q.addr)
+
     def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
         if self._client is None:
             self._client = RemotingClient()
@@ -130,6 +137,9 @@ class OfflineCatalog(Catalog):
         if self._reader is None:
             self._reader = StoreReader(self.opts.store_path or "")
         return self._reader
+
+    def commit(self, q: Queue, offset: int) -> None:
+        """Nothing to record without a broker (the options refuse the combination)."""
 
     def queues(self, topic: str) -> list[Queue]:
         name = self.opts.broker_name

@@ -1,10 +1,13 @@
 """Reader and writer options. Names follow Spark's Kafka source where the meaning is the same
-(``startingOffsets``, ``endingOffsets``, ``startingTimestamp``, ``maxOffsetsPerTrigger``,
-``minPartitions``, ``failOnDataLoss``)."""
+(``startingOffsets``, ``endingOffsets``, ``startingTimestamp``, ``startingOffsetsByTimestamp``,
+``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger``, ``maxTriggerDelay``, ``minPartitions``,
+``failOnDataLoss``, ``assign``, ``includeHeaders``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +47,64 @@ def _int(options: Mapping[str, str], name: str) -> int | None:
         return int(v)
     except ValueError:
         raise OptionError(f"option {name} must be an integer, got {v!r}") from None
+
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
+_UNIT_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def _duration_ms(options: Mapping[str, str], name: str, default_ms: int) -> int:
+    """A duration like Spark's (``15m``, ``30s``, ``500ms``, ``1h``, ``2d``; a bare number is
+    milliseconds)."""
+    v = _get(options, name)
+    if v is None or v.strip() == "":
+        return default_ms
+    m = _DURATION.match(v)
+    if not m:
+        raise OptionError(f"option {name} must be a duration like 15m, 30s or 500ms, got {v!r}")
+    unit = (m.group(2) or "").lower() or None
+    return int(m.group(1)) * (86_400_000 if unit == "d" else _UNIT_MS[unit])
+
+
+def derived_group(topics: tuple[str, ...], subscription: str) -> str:
+    """The consumer group a reader uses when ``groupId`` is not given: stable for the same
+    topics and tag filter, so a restarted query reports under the same name."""
+    digest = hashlib.sha1("|".join([*sorted(topics), subscription]).encode()).hexdigest()
+    return f"spark-rocketmq-{digest[:12]}"
+
+
+#: ``assign``: queue ids per topic, optionally per broker name (None = every broker).
+Assignment = dict[str, dict[str | None, frozenset[int]]]
+
+
+def parse_assign(value: str) -> Assignment:
+    """``{"topic": [0, 1]}`` (those queue ids on every broker) or
+    ``{"topic": {"broker-a": [0, 1]}}`` — Kafka's ``assign`` with RocketMQ's broker level."""
+    try:
+        parsed: Any = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = None
+    bad = OptionError(
+        f'option assign must be JSON like {{"topic": [0, 1]}} or '
+        f'{{"topic": {{"broker-a": [0, 1]}}}}, got {value!r}'
+    )
+    if not isinstance(parsed, dict) or not parsed:
+        raise bad
+
+    def ids(v: Any) -> frozenset[int]:
+        if not isinstance(v, list) or not all(isinstance(i, int) and i >= 0 for i in v):
+            raise bad
+        return frozenset(v)
+
+    out: Assignment = {}
+    for topic, spec in parsed.items():
+        if isinstance(spec, list):
+            out[topic] = {None: ids(spec)}
+        elif isinstance(spec, dict) and spec:
+            out[topic] = {str(b): ids(v) for b, v in spec.items()}
+        else:
+            raise bad
+    return out
 
 
 def parse_position(value: str | None, name: str, default: str) -> str | Offsets:
@@ -89,35 +150,68 @@ class ReadOptions:
     starting_timestamp: int | None
     ending_timestamp: int | None
     max_offsets_per_trigger: int | None
+    #: With ``maxTriggerDelay``: a micro-batch waits for this many new messages, at most
+    #: that long since the last micro-batch (Kafka's ``minOffsetsPerTrigger``).
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
     min_partitions: int | None
     fail_on_data_loss: bool
     pull_concurrency: int
     batch_rows: int
+    #: Per-queue start (and, batch, end) timestamps: ``{"topic": {"broker": {"queueId": ms}}}``.
+    starting_by_timestamp: Offsets | None = None
+    ending_by_timestamp: Offsets | None = None
+    #: ``assign``: only these queues (None: every queue of ``topics``).
+    assign: Assignment | None = None
+    #: Record processed offsets as ``group``'s progress on the brokers (online reads only).
+    commit_offsets: bool = False
     #: The columns produced: all by default, fewer with a user-given schema (pruning).
     columns: tuple[str, ...] = ()
 
     @staticmethod
     def parse(options: Mapping[str, str], streaming: bool) -> ReadOptions:
         """Validates ``options``; raises :class:`OptionError` with the option's name."""
+        assign_spec = _get(options, "assign")
+        assign = parse_assign(assign_spec) if assign_spec else None
         topic = _get(options, "topic") or _get(options, "subscribe")
-        if not topic:
+        if assign is not None and topic:
+            raise OptionError("give either the option assign or topic, not both")
+        if assign is not None:
+            topics = tuple(assign)
+        elif not topic:
             raise OptionError("option topic is required (one topic or a comma-separated list)")
-        topics = tuple(t.strip() for t in topic.split(",") if t.strip())
+        else:
+            topics = tuple(t.strip() for t in topic.split(",") if t.strip())
         namesrv = _get(options, "namesrv")
         store_path = _get(options, "storePath")
         if bool(namesrv) == bool(store_path):
             raise OptionError("give exactly one of the options namesrv (online) and storePath")
-        for name in ("maxOffsetsPerTrigger", "minPartitions"):
+        for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "minPartitions"):
             v = _int(options, name)
             if v is not None and v <= 0:
                 raise OptionError(f"option {name} must be positive, got {v}")
+        if not streaming:
+            for name in ("minOffsetsPerTrigger", "maxTriggerDelay"):
+                if _get(options, name) is not None:
+                    raise OptionError(f"option {name} applies to streaming reads only")
+        _bool(options, "includeHeaders", True)  # checked; properties are always a column
+        commit = _bool(options, "commitOffsetsToBroker", streaming)
+        if commit and store_path:
+            if _get(options, "commitOffsetsToBroker") is not None:
+                raise OptionError("option commitOffsetsToBroker needs namesrv (an online read)")
+            commit = False
+        subscription = _get(options, "subscription") or "*"
+        by_ts = _get(options, "startingOffsetsByTimestamp")
+        end_ts = _get(options, "endingOffsetsByTimestamp")
+        if end_ts is not None and streaming:
+            raise OptionError("option endingOffsetsByTimestamp applies to batch reads only")
         return ReadOptions(
             topics=topics,
             namesrv=namesrv,
             store_path=store_path,
             broker_name=_get(options, "brokerName") or "broker-a",
-            subscription=_get(options, "subscription") or "*",
-            group=_get(options, "groupId") or "rocketpy-spark-reader",
+            subscription=subscription,
+            group=_get(options, "groupId") or derived_group(topics, subscription),
             starting=parse_position(
                 _get(options, "startingOffsets"),
                 "startingOffsets",
@@ -127,8 +221,26 @@ class ReadOptions:
             starting_timestamp=_int(options, "startingTimestamp"),
             ending_timestamp=_int(options, "endingTimestamp"),
             max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger"),
+            min_offsets_per_trigger=_int(options, "minOffsetsPerTrigger"),
+            max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", 15 * 60_000),
             min_partitions=_int(options, "minPartitions"),
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
             pull_concurrency=_int(options, "pullConcurrency") or 16,
             batch_rows=_int(options, "batchRows") or 16384,
+            starting_by_timestamp=_by_timestamp(by_ts, "startingOffsetsByTimestamp"),
+            ending_by_timestamp=_by_timestamp(end_ts, "endingOffsetsByTimestamp"),
+            assign=assign,
+            commit_offsets=commit,
         )
+
+
+def _by_timestamp(value: str | None, name: str) -> Offsets | None:
+    """``{"topic": {"brokerName": {"queueId": ms}}}``: a timestamp per queue."""
+    if value is None:
+        return None
+    parsed = parse_position(value, name, "")
+    if not isinstance(parsed, dict):
+        raise OptionError(
+            f'option {name} must be JSON like {{"topic": {{"broker-a": {{"0": 1700000000000}}}}}}'
+        )
+    return parsed

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import InputPartition
 
 from pyspark_rocketmq.catalog import Catalog, Queue
-from pyspark_rocketmq.options import Offsets, ReadOptions
+from pyspark_rocketmq.options import Offsets, OptionError, ReadOptions
 from rocketpy._native import DataLossError
 
 log = logging.getLogger("pyspark_rocketmq")
@@ -25,11 +25,41 @@ class QueueRange(InputPartition):
     queue: Queue
     start: int
     end: int
+    #: Whether the task records ``end`` as the group's offset on the broker when it has read
+    #: the range (a batch read with ``commitOffsetsToBroker``: the last range of its queue).
+    commit: bool = False
 
 
 def all_queues(catalog: Catalog, opts: ReadOptions) -> list[Queue]:
-    """Every readable queue of the subscribed topics."""
-    return [q for topic in opts.topics for q in catalog.queues(topic)]
+    """Every readable queue of the subscribed topics (only the assigned ones with
+    ``assign``)."""
+    queues = [q for topic in opts.topics for q in catalog.queues(topic)]
+    if opts.assign is None:
+        return queues
+    out = []
+    for q in queues:
+        by_broker = opts.assign.get(q.topic, {})
+        ids = by_broker.get(q.broker_name, by_broker.get(None, frozenset()))
+        if q.queue_id in ids:
+            out.append(q)
+    return out
+
+
+def with_timestamps(
+    catalog: Catalog, queues: list[Queue], spec: Offsets, name: str
+) -> dict[Queue, int]:
+    """The first offset stored at or after each queue's timestamp in ``spec``; as in Kafka's
+    source, every queue read must be given one."""
+    out = {}
+    for q in queues:
+        ts = spec.get(q.topic, {}).get(q.broker_name, {}).get(str(q.queue_id))
+        if ts is None:
+            raise OptionError(
+                f"option {name} must give a timestamp for every queue read; "
+                f"{q.topic}/{q.broker_name}/{q.queue_id} has none"
+            )
+        out[q] = catalog.offset_by_time(q, int(ts))
+    return out
 
 
 def positions(
@@ -60,6 +90,27 @@ def positions(
         else:
             out[q] = want
     return out
+
+
+def start_positions(
+    catalog: Catalog, queues: list[Queue], opts: ReadOptions, default: int
+) -> dict[Queue, int]:
+    """Where a read starts: ``startingTimestamp``, else ``startingOffsetsByTimestamp``, else
+    ``startingOffsets`` (Kafka's order of precedence)."""
+    if opts.starting_timestamp is None and opts.starting_by_timestamp is not None:
+        return with_timestamps(
+            catalog, queues, opts.starting_by_timestamp, "startingOffsetsByTimestamp"
+        )
+    return positions(catalog, queues, opts.starting, opts.starting_timestamp, default)
+
+
+def end_positions(catalog: Catalog, queues: list[Queue], opts: ReadOptions) -> dict[Queue, int]:
+    """Where a batch read ends (exclusive), with the same precedence as the start."""
+    if opts.ending_timestamp is None and opts.ending_by_timestamp is not None:
+        return with_timestamps(
+            catalog, queues, opts.ending_by_timestamp, "endingOffsetsByTimestamp"
+        )
+    return positions(catalog, queues, opts.ending, opts.ending_timestamp, LATEST)
 
 
 def check_loss(catalog: Catalog, opts: ReadOptions, starts: dict[Queue, int]) -> dict[Queue, int]:
@@ -132,6 +183,7 @@ def split(ranges: list[QueueRange], min_partitions: int | None) -> list[QueueRan
         parts = max(1, min(size, -(-size * min_partitions // total)))
         step = -(-size // parts)
         out.extend(
-            QueueRange(r.queue, s, min(r.end, s + step)) for s in range(r.start, r.end, step)
+            QueueRange(r.queue, s, min(r.end, s + step), r.commit and s + step >= r.end)
+            for s in range(r.start, r.end, step)
         )
     return out

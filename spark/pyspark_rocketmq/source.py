@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,6 +31,8 @@ from pyspark_rocketmq.arrow import ARROW_SCHEMA, SCHEMA_DDL, project
 from pyspark_rocketmq.catalog import Catalog, Queue
 from pyspark_rocketmq.options import OptionError, ReadOptions
 from pyspark_rocketmq.sink import BatchWriter, StreamWriter, WriteOptions
+
+log = logging.getLogger("pyspark_rocketmq")
 
 
 class RocketMQDataSource(DataSource):
@@ -74,8 +78,14 @@ def columns_of(schema: StructType) -> tuple[str, ...]:
 
 
 def _read(opts: ReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-    assert isinstance(partition, plan.QueueRange)
-    yield from Catalog.open(opts).read(partition.queue, partition.start, partition.end)
+    if not isinstance(partition, plan.QueueRange):
+        # A plan with no ranges (no queue assigned, nothing stored) still gets one task,
+        # handed Spark's placeholder partition: it has nothing to read.
+        return
+    catalog = Catalog.open(opts)
+    yield from catalog.read(partition.queue, partition.start, partition.end)
+    if partition.commit:
+        catalog.commit(partition.queue, partition.end)
 
 
 class BatchReader(DataSourceReader):
@@ -89,10 +99,10 @@ class BatchReader(DataSourceReader):
         catalog = Catalog.open(self.opts)
         queues = plan.all_queues(catalog, self.opts)
         o = self.opts
-        starts = plan.positions(catalog, queues, o.starting, o.starting_timestamp, plan.EARLIEST)
-        ends = plan.positions(catalog, queues, o.ending, o.ending_timestamp, plan.LATEST)
+        starts = plan.start_positions(catalog, queues, o, plan.EARLIEST)
+        ends = plan.end_positions(catalog, queues, o)
         starts = plan.check_loss(catalog, o, starts)
-        ranges = [plan.QueueRange(q, starts[q], ends[q]) for q in queues]
+        ranges = [plan.QueueRange(q, starts[q], ends[q], o.commit_offsets) for q in queues]
         return plan.split(ranges, o.min_partitions)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -107,6 +117,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.opts = opts
         self._catalog: Catalog | None = None
         self._target: dict[str, Any] | None = None
+        self._last_trigger = 0.0
+        self._recorded: dict[str, Any] | None = None
 
     @property
     def catalog(self) -> Catalog:
@@ -121,10 +133,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {q: self.catalog.max_offset(q) for q in queues}
 
     def initialOffset(self) -> dict[str, Any]:
-        o = self.opts
-        starts = plan.positions(
-            self.catalog, self._queues(), o.starting, o.starting_timestamp, plan.LATEST
-        )
+        starts = plan.start_positions(self.catalog, self._queues(), self.opts, plan.LATEST)
         return plan.to_json(starts)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -137,6 +146,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = plan.to_json(self._latest(self._queues()))
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        # Spark asks for the next micro-batch only once the previous one completed, so
+        # `start` is processed: recorded now, not one micro-batch later in `commit`, so an
+        # idle query (or the end of an AvailableNow run) shows no phantom lag.
+        self._record_progress(start)
         queues = self._queues()
         if self._target is not None:
             latest = plan.from_json(self._target, queues)
@@ -150,7 +163,32 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest[q] = max(latest[q], begin[q])
         if isinstance(limit, ReadMaxRows):
             latest = plan.limit_rows(begin, latest, limit.max_rows)
+        if self._target is None and self._delay(begin, latest):
+            return start
         return plan.to_json(latest)
+
+    def _delay(self, begin: dict[Queue, int], latest: dict[Queue, int]) -> bool:
+        """``minOffsetsPerTrigger``: whether to skip this trigger because fewer messages than
+        that are new and the last micro-batch ran less than ``maxTriggerDelay`` ago (Kafka's
+        rule; the first trigger of a run never waits, AvailableNow never waits)."""
+        if not self.opts.min_offsets_per_trigger:
+            return False
+        now = time.monotonic()
+        new = sum(latest[q] - begin.get(q, latest[q]) for q in latest)
+        waited_ms = (now - self._last_trigger) * 1000 if self._last_trigger else None
+        if (
+            new < self.opts.min_offsets_per_trigger
+            and waited_ms is not None
+            and waited_ms < self.opts.max_trigger_delay_ms
+        ):
+            return True
+        self._last_trigger = now
+        return False
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        """The queues' ends, shown as ``latestOffset`` in the query's progress: with
+        ``endOffset`` it tells how far behind the query is."""
+        return plan.to_json(self._latest(self._queues()))
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         queues = self._queues()
@@ -166,4 +204,27 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _read(self.opts, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        """Nothing to do: progress is kept in Spark's checkpoint, not on the brokers."""
+        """Spark's hook after a micro-batch is safely in the checkpoint (called when the
+        next one is planned): records its end, as :meth:`latestOffset` does its start."""
+        self._record_progress(end)
+
+    def _record_progress(self, offsets: dict[str, Any]) -> None:
+        """Records processed offsets as the consumer group's progress on the brokers
+        (``commitOffsetsToBroker``, default on for online reads), so consumerProgress, the
+        admin API and the broker's lag metrics show the query. Spark's checkpoint stays the
+        source of truth: a restart reads from it, and a broker that cannot be reached costs a
+        warning, not the query. Unchanged offsets are not sent again."""
+        if not self.opts.commit_offsets or offsets == self._recorded:
+            return
+        failed = False
+        for q, offset in plan.from_json(offsets, self._queues()).items():
+            try:
+                self.catalog.commit(q, offset)
+            except Exception as e:  # any failure: the checkpoint has the offsets
+                failed = True
+                log.warning(
+                    "could not record offset %d of %s/%s/%d for group %s on the broker: %s",
+                    offset, q.topic, q.broker_name, q.queue_id, self.opts.group, e,
+                )  # fmt: skip
+        if not failed:
+            self._recorded = offsets

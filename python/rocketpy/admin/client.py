@@ -180,6 +180,19 @@ class Admin:
             return -1
         return _offset(check(resp, addr))
 
+    def commit_offset(
+        self, group: str, mq: MessageQueue, offset: int, broker_addr: str | None = None
+    ) -> None:
+        """Records ``offset`` (the next message to consume) as ``group``'s progress on ``mq``
+        (UPDATE_CONSUMER_OFFSET), as a consumer's offset store does: the group's lag then
+        shows in consumerProgress and the broker's metrics."""
+        addr = broker_addr or self._broker_of(mq)
+        self._broker_call(
+            addr,
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            dict(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, commit_offset=offset),
+        )
+
     def query_message(
         self, topic: str, key: str, max_num: int = 32, begin_ms: int = 0, end_ms: int = 2**62
     ) -> list[MessageExt]:
@@ -427,11 +440,7 @@ class Admin:
             current = self.consumer_offset(group, mq, addr)
             if not force and 0 <= current < offset:
                 offset = current
-            self._broker_call(
-                addr,
-                RequestCode.UPDATE_CONSUMER_OFFSET,
-                dict(consumer_group=group, topic=topic, queue_id=mq.queue_id, commit_offset=offset),
-            )
+            self.commit_offset(group, mq, offset, addr)
             out[mq] = offset
         return out
 

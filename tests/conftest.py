@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,19 +42,9 @@ def dev_factory(tmp_path: Path) -> Iterator[type[DevProcess]]:
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A local SparkSession (2 cores) for a test module (the Spark tests: ``-m spark``)."""
-    from pyspark.sql import SparkSession
+    from spark_cluster import spark_session
 
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketpy-tests")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = spark_session("local[2]", "rocketpy-tests")
     yield session
     session.stop()
 

@@ -50,7 +50,7 @@ def _int(options: Mapping[str, str], name: str) -> int | None:
 
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h|d)?\s*$", re.IGNORECASE)
-_UNIT_MS = {None: 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+_UNIT_MS = {"": 1, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 def _duration_ms(options: Mapping[str, str], name: str, default_ms: int) -> int:
@@ -62,8 +62,7 @@ def _duration_ms(options: Mapping[str, str], name: str, default_ms: int) -> int:
     m = _DURATION.match(v)
     if not m:
         raise OptionError(f"option {name} must be a duration like 15m, 30s or 500ms, got {v!r}")
-    unit = (m.group(2) or "").lower() or None
-    return int(m.group(1)) * (86_400_000 if unit == "d" else _UNIT_MS[unit])
+    return int(m.group(1)) * _UNIT_MS[(m.group(2) or "").lower()]
 
 
 def derived_group(topics: tuple[str, ...], subscription: str) -> str:

@@ -149,8 +149,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Spark asks for the next micro-batch only once the previous one completed, so
         # `start` is processed: recorded now, not one micro-batch later in `commit`, so an
         # idle query (or the end of an AvailableNow run) shows no phantom lag.
-        self._record_progress(start)
         queues = self._queues()
+        self._record_progress(start, queues)
         if self._target is not None:
             latest = plan.from_json(self._target, queues)
         else:
@@ -208,7 +208,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         next one is planned): records its end, as :meth:`latestOffset` does its start."""
         self._record_progress(end)
 
-    def _record_progress(self, offsets: dict[str, Any]) -> None:
+    def _record_progress(self, offsets: dict[str, Any], queues: list[Queue] | None = None) -> None:
         """Records processed offsets as the consumer group's progress on the brokers
         (``commitOffsetsToBroker``, default on for online reads), so consumerProgress, the
         admin API and the broker's lag metrics show the query. Spark's checkpoint stays the
@@ -217,7 +217,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not self.opts.commit_offsets or offsets == self._recorded:
             return
         failed = False
-        for q, offset in plan.from_json(offsets, self._queues()).items():
+        # `commit` passes no queues: its offsets were usually recorded already (no look-up).
+        for q, offset in plan.from_json(offsets, queues or self._queues()).items():
             try:
                 self.catalog.commit(q, offset)
             except Exception as e:  # any failure: the checkpoint has the offsets

@@ -174,6 +174,10 @@ pub(crate) struct FlushService {
     interval_consume_queue: Duration,
     storage: Arc<dyn Storage>,
     checkpoint_path: PathBuf,
+    /// Held while the checkpoint is read and written: the flush thread and an explicit
+    /// `flush()` both write it, through the same temporary file (one rename would find the
+    /// other's temporary gone), and the newer values must land last.
+    checkpoint_lock: parking_lot::Mutex<()>,
     commit_log: Arc<CommitLog>,
     queues: Arc<ConsumeQueueTable>,
     group_commit: GroupCommit,
@@ -219,6 +223,7 @@ impl FlushService {
                 config.flush_interval_consume_queue.max(1),
             ),
             checkpoint_path: config.store_path_root_dir.join("checkpoint"),
+            checkpoint_lock: parking_lot::Mutex::new(()),
             storage,
             commit_log,
             queues,
@@ -269,6 +274,7 @@ impl FlushService {
     }
 
     fn write_checkpoint(&self) -> Result<()> {
+        let _one_writer = self.checkpoint_lock.lock();
         Checkpoint {
             physic_msg_timestamp: self.physic_flushed_ts.load(Ordering::Acquire),
             logics_msg_timestamp: self.logics_flushed_ts.load(Ordering::Acquire),

@@ -53,3 +53,26 @@ fn slow_disk_gives_flush_disk_timeout() {
     sim.set_sync_delay(Duration::ZERO);
     assert_eq!(read_all(&store, "T", 0).len(), 1, "stored all the same");
 }
+
+/// Explicit flushes from several threads, beside the flush thread: every one succeeds (they
+/// all write the checkpoint through one temporary file, one writer at a time).
+#[test]
+fn concurrent_explicit_flushes_all_succeed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = crate::common::open(dir.path());
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    store.put_message(numbered("T", t, i)).unwrap();
+                    store.flush().unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    store.shutdown().unwrap();
+}

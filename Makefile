@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench bench-ha bench-metrics bench-peers bench-scale ha-crash-loop fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test bench bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -126,6 +126,17 @@ bench-peers: install
 LEVELS ?= 100,1000,10000
 bench-scale: install
 	$(BIN)/python benches/topic_scale.py --levels $(LEVELS)
+
+# The Spark source next to Parquet on a standalone cluster started here (a master and two
+# one-core workers): SPARK_BENCH_MESSAGES messages of 1 KiB read offline and online, medians
+# of 3 rotating rounds; ~6 minutes and ~23 GB of disk the first time (the store and Parquet
+# stay in SPARK_BENCH_DIR for the next run: ~4 minutes).
+SPARK_BENCH_MESSAGES ?= 10000000
+SPARK_BENCH_DIR ?= $(HOME)/.cache/rocketpy/spark-bench
+bench-spark: install
+	$(BIN)/python spark/benchmarks/read_vs_parquet.py --messages $(SPARK_BENCH_MESSAGES) \
+		--mode both --cluster 2 --rounds 3 --work $(SPARK_BENCH_DIR) \
+		--json $(SPARK_BENCH_DIR)/result.json
 
 clean:
 	rm -rf $(VENV) target

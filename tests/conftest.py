@@ -42,7 +42,7 @@ def dev_factory(tmp_path: Path) -> Iterator[type[DevProcess]]:
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A local SparkSession (2 cores) for a test module (the Spark tests: ``-m spark``)."""
-    from spark_cluster import spark_session
+    from pyspark_rocketmq.local_cluster import spark_session
 
     session = spark_session("local[2]", "rocketpy-tests")
     yield session

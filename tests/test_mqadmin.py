@@ -15,7 +15,9 @@ import pytest
 from helpers import Collector, fast_config, wait_until
 from rocketpy import ConsumeFromWhere, Message, MessageModel, Producer, PushConsumer
 from rocketpy.admin import Admin
+from rocketpy.message import MessageQueue
 from rocketpy.mqadmin import main as mqadmin
+from rocketpy.mqadmin.message import decode_offset_msg_id
 
 
 def run(capsys: pytest.CaptureFixture[str], ns: str, *args: str) -> str:
@@ -208,6 +210,19 @@ def test_messages_found_by_key_id_unique_key_and_offset(shared_dev, capsys, tmp_
         )
     )
     assert by_offset["body"] == "m0" and by_offset["offsetMsgId"] == offset_id
+
+    # queryCq: the consume queue's unit points at the message's CommitLog offset.
+    cq = run(capsys, ns, "queryCq", "-t", "AdmMsg", "-q", "0", "-i", "0", "-g", "nobody")
+    _, physic_offset = decode_offset_msg_id(offset_id)
+    assert "Filter data: \nnobody@AdmMsg is not online!\n" in cq
+    assert "Queue data: \nmax: 1, min: 0\n" in cq
+    assert f"idx: 0\nConsumeQueueData{{physicOffset={physic_offset}, physicSize=" in cq
+    assert "idx: 1" not in cq
+    with Admin(ns) as admin:
+        mq = MessageQueue("AdmMsg", "broker-a", 0)
+        [unit] = admin.query_consume_queue(mq, 0, 10).units
+        assert unit.physic_offset == physic_offset and unit.physic_size > len(b"m0")
+        assert admin.query_consume_queue(mq, 5).units == []
 
 
 def test_subscription_groups_and_write_permission(shared_dev, capsys):

@@ -127,11 +127,13 @@ def test_user_schema_prunes_columns(spark, shared_dev):
 def test_read_vs_parquet_benchmark_runs():
     bench = Path(__file__).parent.parent / "spark" / "benchmarks" / "read_vs_parquet.py"
     out = subprocess.run(
-        [sys.executable, str(bench), "--messages", "3000", "--size", "100", "--repeat", "1"],
+        [sys.executable, str(bench), "--messages", "3000", "--size", "100", "--rounds", "1",
+         "--mode", "both"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "parquet/rocketmq = " in out.stdout
+    assert "parquet/rocketmq offline = " in out.stdout
+    assert "parquet/rocketmq online = " in out.stdout
 
 
 def test_examples_run_against_a_server(shared_dev, tmp_path):
@@ -157,6 +159,35 @@ def test_examples_run_against_a_server(shared_dev, tmp_path):
     table = pq.read_table(tmp_path / "s")
     assert table.num_rows == 50
     assert sorted(table.column("text").to_pylist()) == sorted(f"e{i}" for i in range(50))
+
+
+def test_enrich_example_joins_a_parquet_table_into_another_topic(shared_dev, tmp_path):
+    create(shared_dev, "SparkOrders", 2)
+    create(shared_dev, "SparkOrdersPriced", 2)
+    orders = [{"order": f"o-{i}", "sku": ["A-1", "B-2", "Z-9"][i % 3], "qty": i} for i in range(30)]
+    send(shared_dev, "SparkOrders", [json.dumps(o).encode() for o in orders])
+    example = Path(__file__).parent.parent / "spark" / "examples" / "enrich_with_parquet.py"
+    args = [
+        sys.executable, str(example), "--namesrv", shared_dev.namesrv, "--topic", "SparkOrders",
+        "--out-topic", "SparkOrdersPriced", "--products", str(tmp_path / "products"),
+        "--checkpoint", str(tmp_path / "ck"), "--available-now",
+    ]  # fmt: skip
+    for extra in (["--write-demo-products"], []):  # the second run finds nothing new
+        run = subprocess.run([*args, *extra], capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+    out = []
+    with Admin(shared_dev.namesrv) as admin:
+        stats = admin.topic_stats("SparkOrdersPriced")
+        assert sum(o.max_offset for o in stats.values()) == 30, "each order once"
+        for mq in stats:
+            out.extend(admin.pull_messages(mq, 0, 64))
+    by_order = {m.keys: (m.tags, json.loads(m.body)) for m in out}
+    assert len(by_order) == 30
+    assert by_order["o-4"] == ("priced", {"order": "o-4", "sku": "B-2", "qty": 4,
+                                          "name": "bucket", "amount": 18.0})  # fmt: skip
+    assert by_order["o-3"] == ("priced", {"order": "o-3", "sku": "A-1", "qty": 3,
+                                          "name": "anvil", "amount": 75.0})  # fmt: skip
+    assert by_order["o-5"] == ("unknown-sku", {"order": "o-5", "sku": "Z-9", "qty": 5})
 
 
 def test_offline_read_equals_online_read(spark, shared_dev):

@@ -14,11 +14,11 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 from pyspark.sql import functions as F  # noqa: E402
-from spark_cluster import SparkCluster, spark_session  # noqa: E402
 from test_spark import create, online, send  # noqa: E402
 from test_spark_offsets import lag  # noqa: E402
 
 from helpers import wait_until  # noqa: E402
+from pyspark_rocketmq.local_cluster import SparkCluster, spark_session  # noqa: E402
 from pyspark_rocketmq.udfs import body_as_string  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -46,7 +46,8 @@ def test_batch_reads_and_udfs_run_on_the_executors(cluster_spark, shared_dev):
     spark = cluster_spark
     create(shared_dev, "ClusterBatch", 4)
     send(shared_dev, "ClusterBatch", [f"m{i}".encode() for i in range(400)])
-    df = online(spark, shared_dev, "ClusterBatch").select(
+    # A task per queue (no packing), so both executors read.
+    df = online(spark, shared_dev, "ClusterBatch", minRecordsPerPartition="1").select(
         "queueId", "queueOffset", body_as_string("body").alias("text"), executor_pid().alias("pid")
     )
     rows = df.collect()

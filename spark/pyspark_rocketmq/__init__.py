@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from pyspark_rocketmq.progress import OffsetsBehindListener, offsets_behind
 from pyspark_rocketmq.source import RocketMQDataSource
 
 #: Found by Spark's automatic Python data source lookup.
 DefaultSource = RocketMQDataSource
 
-__all__ = ["DefaultSource", "RocketMQDataSource", "register"]
+__all__ = [
+    "DefaultSource",
+    "OffsetsBehindListener",
+    "RocketMQDataSource",
+    "offsets_behind",
+    "register",
+]
 
 
 def register(spark: SparkSession) -> None:

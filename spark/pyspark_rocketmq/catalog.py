@@ -46,6 +46,11 @@ class Catalog(abc.ABC):
         """The first offset stored at or after ``timestamp_ms`` (max when none)."""
 
     @abc.abstractmethod
+    def unit_sizes(self, q: Queue, start: int, count: int) -> list[int]:
+        """Record sizes (bytes as stored) of up to ``count`` messages from ``start``, from the
+        consume queue alone; fewer when fewer are there."""
+
+    @abc.abstractmethod
     def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
         """Messages of offsets ``[start, end)`` kept by the subscription, as Arrow batches."""
 
@@ -108,6 +113,10 @@ class OnlineCatalog(Catalog):
     def commit(self, q: Queue, offset: int) -> None:
         self.admin.commit_offset(self.opts.group, self._mq(q), offset, q.addr)
 
+    def unit_sizes(self, q: Queue, start: int, count: int) -> list[int]:
+        view = self.admin.query_consume_queue(self._mq(q), start, count, broker_addr=q.addr)
+        return [u.physic_size for u in view.units]
+
     def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
         if self._client is None:
             self._client = RemotingClient()
@@ -153,6 +162,9 @@ class OfflineCatalog(Catalog):
 
     def offset_by_time(self, q: Queue, timestamp_ms: int) -> int:
         return self.reader.offset_by_time(q.topic, q.queue_id, timestamp_ms)
+
+    def unit_sizes(self, q: Queue, start: int, count: int) -> list[int]:
+        return self.reader.unit_sizes(q.topic, q.queue_id, start, start + count)
 
     def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
         schema = self.arrow_schema(self.opts)

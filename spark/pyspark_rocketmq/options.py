@@ -1,7 +1,8 @@
 """Reader and writer options. Names follow Spark's Kafka source where the meaning is the same
 (``startingOffsets``, ``endingOffsets``, ``startingTimestamp``, ``startingOffsetsByTimestamp``,
 ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger``, ``maxTriggerDelay``, ``minPartitions``,
-``failOnDataLoss``, ``assign``, ``includeHeaders``)."""
+``failOnDataLoss``, ``assign``, ``includeHeaders``); ``maxBytesPerTrigger`` is the file and
+Delta sources' soft byte limit."""
 
 from __future__ import annotations
 
@@ -63,6 +64,26 @@ def _duration_ms(options: Mapping[str, str], name: str, default_ms: int) -> int:
     if not m:
         raise OptionError(f"option {name} must be a duration like 15m, 30s or 500ms, got {v!r}")
     return int(m.group(1)) * _UNIT_MS[(m.group(2) or "").lower()]
+
+
+#: ``minRecordsPerPartition``'s default: enough rows that a task's fixed cost (~100 ms for a
+#: Python data source task) is small next to reading them (~1 M rows/s per core).
+DEFAULT_PACK_RECORDS = 100_000
+
+_BYTES = re.compile(r"^\s*(\d+)\s*(b|k|kb|m|mb|g|gb|t|tb)?\s*$", re.IGNORECASE)
+_UNIT_BYTES = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _bytes(options: Mapping[str, str], name: str) -> int | None:
+    """A size like Spark's byte strings (``512k``, ``64m``, ``1g``, ``1gb``; a bare number is
+    bytes; powers of 1024)."""
+    v = _get(options, name)
+    if v is None or v.strip() == "":
+        return None
+    m = _BYTES.match(v)
+    if not m or int(m.group(1)) <= 0:
+        raise OptionError(f"option {name} must be a positive size like 64m or 1g, got {v!r}")
+    return int(m.group(1)) * _UNIT_BYTES[(m.group(2) or "")[:1].lower()]
 
 
 def derived_group(topics: tuple[str, ...], subscription: str) -> str:
@@ -149,11 +170,18 @@ class ReadOptions:
     starting_timestamp: int | None
     ending_timestamp: int | None
     max_offsets_per_trigger: int | None
+    #: A soft limit on the bytes (records as stored) of one micro-batch; sizes are sampled
+    #: from the queues' consume-queue units.
+    max_bytes_per_trigger: int | None
     #: With ``maxTriggerDelay``: a micro-batch waits for this many new messages, at most
     #: that long since the last micro-batch (Kafka's ``minOffsetsPerTrigger``).
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
     min_partitions: int | None
+    #: Kafka's ``maxRecordsPerPartition``: longer queue ranges are cut.
+    max_records_per_partition: int | None
+    #: Queue ranges shorter than this are packed into shared tasks (None: never).
+    min_records_per_partition: int | None
     fail_on_data_loss: bool
     pull_concurrency: int
     batch_rows: int
@@ -185,12 +213,16 @@ class ReadOptions:
         store_path = _get(options, "storePath")
         if bool(namesrv) == bool(store_path):
             raise OptionError("give exactly one of the options namesrv (online) and storePath")
-        for name in ("maxOffsetsPerTrigger", "minOffsetsPerTrigger", "minPartitions"):
+        positive = (
+            "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "minPartitions",
+            "maxRecordsPerPartition", "minRecordsPerPartition",
+        )  # fmt: skip
+        for name in positive:
             v = _int(options, name)
             if v is not None and v <= 0:
                 raise OptionError(f"option {name} must be positive, got {v}")
         if not streaming:
-            for name in ("minOffsetsPerTrigger", "maxTriggerDelay"):
+            for name in ("minOffsetsPerTrigger", "maxTriggerDelay", "maxBytesPerTrigger"):
                 if _get(options, name) is not None:
                     raise OptionError(f"option {name} applies to streaming reads only")
         _bool(options, "includeHeaders", True)  # checked; properties are always a column
@@ -220,9 +252,13 @@ class ReadOptions:
             starting_timestamp=_int(options, "startingTimestamp"),
             ending_timestamp=_int(options, "endingTimestamp"),
             max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger"),
+            max_bytes_per_trigger=_bytes(options, "maxBytesPerTrigger"),
             min_offsets_per_trigger=_int(options, "minOffsetsPerTrigger"),
             max_trigger_delay_ms=_duration_ms(options, "maxTriggerDelay", 15 * 60_000),
             min_partitions=_int(options, "minPartitions"),
+            max_records_per_partition=_int(options, "maxRecordsPerPartition"),
+            min_records_per_partition=_int(options, "minRecordsPerPartition")
+            or DEFAULT_PACK_RECORDS,
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
             pull_concurrency=_int(options, "pullConcurrency") or 16,
             batch_rows=_int(options, "batchRows") or 16384,

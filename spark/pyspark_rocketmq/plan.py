@@ -170,20 +170,94 @@ def limit_rows(
     return {q: start.get(q, latest[q]) + share[q] for q in latest}
 
 
-def split(ranges: list[QueueRange], min_partitions: int | None) -> list[QueueRange]:
-    """One partition per non-empty range; with ``minPartitions``, large ranges are cut so
-    there are at least that many (each range in proportion to its size)."""
+#: Units sampled per queue to estimate its message size for ``maxBytesPerTrigger``.
+SIZE_SAMPLE = 64
+
+
+def limit_bytes(
+    catalog: Catalog, start: dict[Queue, int], latest: dict[Queue, int], max_bytes: int
+) -> dict[Queue, int]:
+    """End offsets whose messages add up to about ``max_bytes`` (records as stored), shared
+    in proportion to each queue's backlog in bytes: a soft limit, as the file and Delta
+    sources' ``maxBytesPerTrigger``. Each queue's size per message is the mean of the next
+    :data:`SIZE_SAMPLE` units of its consume queue (exact when fewer are new). A micro-batch
+    always makes progress: when one message is larger than the limit, it reads one."""
+    avail = {q: max(0, latest[q] - start.get(q, latest[q])) for q in latest}
+    mean: dict[Queue, float] = {}
+    for q, n in avail.items():
+        if n:
+            sizes = catalog.unit_sizes(q, start[q], min(n, SIZE_SAMPLE))
+            mean[q] = sum(sizes) / len(sizes) if sizes else 1.0
+    total = sum(avail[q] * mean[q] for q in mean)
+    if total <= max_bytes:
+        return dict(latest)
+    share = {q: int(avail[q] * max_bytes / total) for q in mean}
+    if not any(share.values()):
+        first = min(mean)  # deterministic: the first queue with something new
+        share[first] = 1
+    return {q: start.get(q, latest[q]) + share.get(q, 0) for q in latest}
+
+
+@dataclass(frozen=True)
+class PackedRanges(InputPartition):
+    """Several small queue ranges read one after the other by one task (picklable)."""
+
+    ranges: tuple[QueueRange, ...]
+
+
+def _cut(r: QueueRange, parts: int) -> list[QueueRange]:
+    """``r`` in ``parts`` consecutive pieces; only the last keeps the commit mark."""
+    size = r.end - r.start
+    step = -(-size // max(1, min(size, parts)))
+    return [
+        QueueRange(r.queue, s, min(r.end, s + step), r.commit and s + step >= r.end)
+        for s in range(r.start, r.end, step)
+    ]
+
+
+def split(
+    ranges: list[QueueRange],
+    min_partitions: int | None,
+    max_records: int | None = None,
+    pack_records: int | None = None,
+) -> list[InputPartition]:
+    """The partitions of a read, one Spark task each:
+
+    - ``maxRecordsPerPartition`` (Kafka's): ranges longer than that are cut;
+    - ``minPartitions``: large ranges are cut so there are at least that many (each range
+      in proportion to its size);
+    - otherwise ranges shorter than ``pack_records`` (``minRecordsPerPartition``) are packed
+      together, in order, until a pack holds that many (never more than ``max_records``):
+      a Python data source task costs ~100 ms before it reads a row, which a micro-batch of
+      many small queue ranges would otherwise pay once per queue.
+    """
     ranges = [r for r in ranges if r.end > r.start]
-    if not min_partitions or len(ranges) >= min_partitions:
-        return ranges
-    total = sum(r.end - r.start for r in ranges)
-    out: list[QueueRange] = []
+    if max_records:
+        ranges = [p for r in ranges for p in _cut(r, -(-(r.end - r.start) // max_records))]
+        pack_records = min(pack_records or max_records, max_records)
+    if min_partitions:
+        if len(ranges) >= min_partitions:
+            return list(ranges)
+        total = sum(r.end - r.start for r in ranges)
+        return [p for r in ranges for p in _cut(r, -(-(r.end - r.start) * min_partitions // total))]
+    if not pack_records:
+        return list(ranges)
+    out: list[InputPartition] = []
+    pack: list[QueueRange] = []
+    rows = 0
     for r in ranges:
         size = r.end - r.start
-        parts = max(1, min(size, -(-size * min_partitions // total)))
-        step = -(-size // parts)
-        out.extend(
-            QueueRange(r.queue, s, min(r.end, s + step), r.commit and s + step >= r.end)
-            for s in range(r.start, r.end, step)
-        )
+        if size >= pack_records:
+            out.append(r)
+            continue
+        if rows + size > pack_records:  # only reachable with max_records: never past it
+            out.append(PackedRanges(tuple(pack)) if len(pack) > 1 else pack[0])
+            pack, rows = [], 0
+        pack.append(r)
+        rows += size
+        if rows >= pack_records:
+            out.append(PackedRanges(tuple(pack)) if len(pack) > 1 else pack[0])
+            pack, rows = [], 0
+    if pack:
+        out.append(PackedRanges(tuple(pack)) if len(pack) > 1 else pack[0])
     return out

@@ -21,6 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
 )
@@ -78,14 +79,25 @@ def columns_of(schema: StructType) -> tuple[str, ...]:
 
 
 def _read(opts: ReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-    if not isinstance(partition, plan.QueueRange):
+    if isinstance(partition, plan.QueueRange):
+        ranges: tuple[plan.QueueRange, ...] = (partition,)
+    elif isinstance(partition, plan.PackedRanges):
+        ranges = partition.ranges
+    else:
         # A plan with no ranges (no queue assigned, nothing stored) still gets one task,
         # handed Spark's placeholder partition: it has nothing to read.
         return
     catalog = Catalog.open(opts)
-    yield from catalog.read(partition.queue, partition.start, partition.end)
-    if partition.commit:
-        catalog.commit(partition.queue, partition.end)
+    for r in ranges:
+        yield from catalog.read(r.queue, r.start, r.end)
+        if r.commit:
+            catalog.commit(r.queue, r.end)
+
+
+def _partitions(opts: ReadOptions, ranges: list[plan.QueueRange]) -> Sequence[InputPartition]:
+    return plan.split(
+        ranges, opts.min_partitions, opts.max_records_per_partition, opts.min_records_per_partition
+    )
 
 
 class BatchReader(DataSourceReader):
@@ -103,7 +115,7 @@ class BatchReader(DataSourceReader):
         ends = plan.end_positions(catalog, queues, o)
         starts = plan.check_loss(catalog, o, starts)
         ranges = [plan.QueueRange(q, starts[q], ends[q], o.commit_offsets) for q in queues]
-        return plan.split(ranges, o.min_partitions)
+        return _partitions(o, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, partition)
@@ -137,8 +149,12 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return plan.to_json(starts)
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        # Python sources get one limit (no CompositeReadLimit); with both options set,
+        # latestOffset applies the other one from the options too.
         if self.opts.max_offsets_per_trigger:
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        if self.opts.max_bytes_per_trigger:
+            return ReadMaxBytes(self.opts.max_bytes_per_trigger)
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -161,8 +177,17 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # A queue added since the query started: read it from its beginning.
                 begin[q] = self.catalog.min_offset(q)
             latest[q] = max(latest[q], begin[q])
-        if isinstance(limit, ReadMaxRows):
-            latest = plan.limit_rows(begin, latest, limit.max_rows)
+        if not isinstance(limit, ReadAllAvailable):  # AvailableNow may ask for everything
+            max_rows = self.opts.max_offsets_per_trigger
+            max_bytes = self.opts.max_bytes_per_trigger
+            if isinstance(limit, ReadMaxRows):
+                max_rows = limit.max_rows
+            elif isinstance(limit, ReadMaxBytes):
+                max_bytes = limit.max_bytes
+            if max_rows:
+                latest = plan.limit_rows(begin, latest, max_rows)
+            if max_bytes:
+                latest = plan.limit_bytes(self.catalog, begin, latest, max_bytes)
         if self._target is None and self._delay(begin, latest):
             return start
         return plan.to_json(latest)
@@ -198,7 +223,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 begin[q] = self.catalog.min_offset(q)
         begin = plan.check_loss(self.catalog, self.opts, {q: begin[q] for q in stop})
         ranges = [plan.QueueRange(q, begin[q], stop[q]) for q in stop]
-        return plan.split(ranges, self.opts.min_partitions)
+        return _partitions(self.opts, ranges)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, partition)

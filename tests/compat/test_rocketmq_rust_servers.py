@@ -362,6 +362,10 @@ def test_rocketpy_admin_against_their_servers(
             p.send(Message(topic, f"admin-{i}".encode(), keys=f"adm-{i}"))
     status = json.loads(admin_cli(capsys, ns, "topicStatus", "-t", topic, "--json"))
     assert sum(q["maxOffset"] for q in status) == 6
+    busy = max(status, key=lambda q: q["maxOffset"])
+    cq = admin_cli(capsys, ns, "queryCq", "-t", topic, "-q", str(busy["queueId"]), "-i", "0")
+    assert f"max: {busy['maxOffset']}, min: 0" in cq
+    assert cq.count("ConsumeQueueData{physicOffset=") == busy["maxOffset"]
     brokers = json.loads(admin_cli(capsys, ns, "clusterList", "--json"))
     assert [b["brokerName"] for b in brokers] == ["rust-broker"]
     got = Collector()

@@ -77,6 +77,8 @@ codes! {
         /// Minute, hour and day figures of one statistic (`BrokerStatsData`).
         VIEW_BROKER_STATS_DATA = 315,
         SEND_BATCH_MESSAGE = 320,
+        /// Units of one consume queue (`QueryConsumeQueueResponseBody`): mqadmin's queryCq.
+        QUERY_CONSUME_QUEUE = 321,
         /// A broker asks a name server whether its topic table's data version is news
         /// (`forceRegister=false` brokers register only when it is).
         QUERY_DATA_VERSION = 322,

@@ -120,6 +120,14 @@ impl StoreReader {
             .map_err(errors::store)
     }
 
+    /// Record sizes of offsets `[start, end)` from the consume queue (no message is read);
+    /// shorter when the queue holds fewer.
+    fn unit_sizes(&self, topic: &str, queue_id: i32, start: i64, end: i64) -> PyResult<Vec<i32>> {
+        self.inner
+            .unit_sizes(topic, queue_id, start..end)
+            .map_err(errors::store)
+    }
+
     /// Reads offsets `[start, end)` into column buffers; returns `(columns, next_offset)`
     /// (`next_offset < end` when the batch filled up first).
     #[pyo3(signature = (topic, queue_id, start, end, broker_name, subscription="*"))]

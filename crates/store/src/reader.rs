@@ -243,6 +243,18 @@ impl StoreReader {
         }
     }
 
+    /// The record sizes (as stored in the CommitLog) of offsets `offsets`, read from the
+    /// consume queue alone; stops early at the first offset without a valid unit.
+    pub fn unit_sizes(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offsets: std::ops::Range<i64>,
+    ) -> Result<Vec<i32>> {
+        let q = self.queue(topic, queue_id)?;
+        Ok(offsets.map_while(|i| q.unit(i).map(|u| u.size)).collect())
+    }
+
     /// Hands the message at each offset of `offsets` to `visit`, in order, until `visit`
     /// answers `false`; returns the next offset to read.
     pub fn read(

@@ -6,6 +6,8 @@ from rocketpy.admin.client import PERM_READ, PERM_WRITE, Admin
 from rocketpy.admin.types import (
     BrokerStats,
     ClientConnection,
+    ConsumeQueueUnit,
+    ConsumeQueueView,
     ConsumerConnection,
     ConsumeStats,
     OffsetWrapper,
@@ -18,6 +20,8 @@ __all__ = [
     "Admin",
     "BrokerStats",
     "ClientConnection",
+    "ConsumeQueueUnit",
+    "ConsumeQueueView",
     "ConsumeStats",
     "ConsumerConnection",
     "OffsetWrapper",

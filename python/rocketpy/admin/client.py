@@ -11,6 +11,7 @@ from rocketpy._util import json_body, mq_table
 from rocketpy.admin.types import (
     BrokerStats,
     ClientConnection,
+    ConsumeQueueView,
     ConsumerConnection,
     ConsumeStats,
     TopicOffset,
@@ -308,6 +309,30 @@ class Admin:
             )
             groups.update(str(g) for g in body.get("groupList") or [])
         return sorted(groups)
+
+    def query_consume_queue(
+        self,
+        mq: MessageQueue,
+        index: int,
+        count: int = 10,
+        group: str | None = None,
+        broker_addr: str | None = None,
+    ) -> ConsumeQueueView:
+        """Up to ``count`` consume-queue units of ``mq`` from queue offset ``index``
+        (QUERY_CONSUME_QUEUE, mqadmin's queryCq): each message's CommitLog offset, size and
+        tag hash, without reading the messages. The answer stops at the end of the queue file
+        holding ``index``; an index outside the stored units gives no units (and bounds of
+        -1: the broker then answers without a body)."""
+        addr = broker_addr or self._broker_of(mq)
+        header: dict[str, object] = dict(
+            topic=mq.topic, queue_id=mq.queue_id, index=index, count=count
+        )
+        if group:
+            header["consumer_group"] = group
+        resp = self._broker_call(addr, RequestCode.QUERY_CONSUME_QUEUE, header)
+        if not resp.body:  # RocketMQ: SUCCESS with only a remark for a missing index
+            return ConsumeQueueView([], -1, -1)
+        return ConsumeQueueView.decode(json_body(resp.body, "QueryConsumeQueueResponseBody"))
 
     def broker_runtime_info(self, addr: str) -> dict[str, str]:
         """A broker's runtime figures (GET_BROKER_RUNTIME_INFO's ``KVTable``)."""

@@ -142,6 +142,57 @@ class BrokerStats:
         return BrokerStats(item("statsMinute"), item("statsHour"), item("statsDay"))
 
 
+@dataclass(frozen=True)
+class ConsumeQueueUnit:
+    """One consume-queue unit (``ConsumeQueueData``): where a message's record is in the
+    CommitLog, its size there and its tag hash."""
+
+    physic_offset: int
+    physic_size: int
+    tags_code: int
+
+    def __str__(self) -> str:
+        """As mqadmin's queryCq prints a unit (``ConsumeQueueData.toString``)."""
+        return (
+            f"ConsumeQueueData{{physicOffset={self.physic_offset}, "
+            f"physicSize={self.physic_size}, tagsCode={self.tags_code}, "
+            "extendDataJson='null', bitMap='null', eval=false, msg='null'}"
+        )
+
+
+@dataclass
+class ConsumeQueueView:
+    """A stretch of one consume queue (``QueryConsumeQueueResponseBody``): its units from
+    the asked index (empty when nothing is stored there), the queue's bounds, and the asking
+    group's ``SubscriptionData`` (as the broker wrote it) and filter note when a group was
+    named."""
+
+    units: list[ConsumeQueueUnit]
+    min_queue_index: int
+    max_queue_index: int
+    subscription_data: dict[str, Any] | None = None
+    filter_data: str | None = None
+
+    @staticmethod
+    def decode(body: dict[str, Any]) -> ConsumeQueueView:
+        """From QUERY_CONSUME_QUEUE's body."""
+        sub = body.get("subscriptionData")
+        return ConsumeQueueView(
+            [
+                ConsumeQueueUnit(
+                    int(u.get("physicOffset", 0)),
+                    int(u.get("physicSize", 0)),
+                    int(u.get("tagsCode", 0)),
+                )
+                for u in body.get("queueData") or []
+            ],
+            int(body.get("minQueueIndex", 0)),
+            int(body.get("maxQueueIndex", 0)),
+            sub if isinstance(sub, dict) else None,
+            None if body.get("filterData") is None else str(body["filterData"]),
+        )
+
+
 def version_desc(ordinal: int) -> str:
     """RocketMQ's ``MQVersion`` name of a client or broker version ordinal, for versions from
     4.0.0 on (each x.y.z has a SNAPSHOT ordinal, then its release's; ten z per y); older ones

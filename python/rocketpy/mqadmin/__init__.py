@@ -15,10 +15,12 @@ from typing import NoReturn
 
 from rocketpy.admin import Admin
 from rocketpy.errors import RocketpyError
-from rocketpy.mqadmin import cluster, group, message, topic
+from rocketpy.mqadmin import cluster, group, message, queue, topic
 from rocketpy.mqadmin.command import Command
 
-COMMANDS: list[Command] = topic.COMMANDS + cluster.COMMANDS + group.COMMANDS + message.COMMANDS
+COMMANDS: list[Command] = (
+    topic.COMMANDS + cluster.COMMANDS + group.COMMANDS + message.COMMANDS + queue.COMMANDS
+)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -9,6 +9,7 @@ pub mod lock;
 pub mod offset;
 pub mod pull;
 pub mod query;
+pub mod query_cq;
 pub mod reset_offset;
 pub mod retry;
 pub mod send;
@@ -146,7 +147,7 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
 
 /// mqadmin's requests (see `admin_view`, `admin_delete`, `reset_offset`).
 fn register_admin(t: &mut ProcessorTable, slot: &BrokerSlot) {
-    let routes: [(i32, Handler); 11] = [
+    let routes: [(i32, Handler); 12] = [
         (request::GET_TOPIC_STATS_INFO, admin_view::topic_stats),
         (
             request::GET_CONSUME_STATS,
@@ -171,6 +172,7 @@ fn register_admin(t: &mut ProcessorTable, slot: &BrokerSlot) {
             broker_config::update_broker_config,
         ),
         (request::GET_BROKER_RUNTIME_INFO, admin_view::runtime_info),
+        (request::QUERY_CONSUME_QUEUE, query_cq::query_consume_queue),
         (request::DELETE_TOPIC_IN_BROKER, admin_delete::delete_topic),
         (
             request::DELETE_SUBSCRIPTIONGROUP,

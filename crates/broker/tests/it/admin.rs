@@ -234,3 +234,70 @@ fn broker_permission_changes_while_running() {
     );
     send(&mut w, "AdmLive", "0");
 }
+
+#[test]
+fn query_consume_queue_lists_units_as_mqadmin_reads_them() {
+    const QUERY_CONSUME_QUEUE: i32 = 321;
+    const SYSTEM_ERROR: i32 = 1;
+    let servers = Servers::start();
+    let mut admin = Wire::connect(servers.broker_addr());
+    for _ in 0..5 {
+        send(&mut admin, "AdmCq", "1");
+    }
+    let query = |w: &mut Wire, index: &str, count: &str, group: Option<&str>| {
+        let mut fields = vec![
+            ("topic", "AdmCq"),
+            ("queueId", "1"),
+            ("index", index),
+            ("count", count),
+        ];
+        fields.extend(group.map(|g| ("consumerGroup", g)));
+        w.call(QUERY_CONSUME_QUEUE, &fields, b"")
+    };
+    let r = query(&mut admin, "1", "3", None);
+    assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
+    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(body["maxQueueIndex"], 5);
+    assert_eq!(body["minQueueIndex"], 0);
+    assert!(body.get("subscriptionData").is_none() && body.get("filterData").is_none());
+    let units = body["queueData"].as_array().unwrap();
+    assert_eq!(units.len(), 3, "count limits the answer");
+    let size = units[0]["physicSize"].as_i64().unwrap();
+    assert!(size > 4, "a record's size, not the body's: {size}");
+    for pair in units.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert_eq!(b["physicSize"].as_i64(), Some(size), "same-sized sends");
+        assert_eq!(
+            b["physicOffset"].as_i64().unwrap(),
+            a["physicOffset"].as_i64().unwrap() + size,
+            "one queue's records back to back: {units:?}"
+        );
+        assert_eq!(b["eval"], false);
+    }
+    assert_eq!(units[0]["tagsCode"], 0, "no tag");
+
+    let past = query(&mut admin, "5", "10", None);
+    assert_eq!(past.code, SUCCESS);
+    assert!(past.body.is_empty());
+    assert_eq!(
+        past.remark.as_deref(),
+        Some("Index 5 of 1@AdmCq is not exist!")
+    );
+    let offline = query(&mut admin, "0", "10", Some("nobody"));
+    let body: serde_json::Value = serde_json::from_slice(&offline.body).unwrap();
+    assert_eq!(body["filterData"], "nobody@AdmCq is not online!");
+    assert_eq!(body["queueData"].as_array().unwrap().len(), 5);
+
+    let unknown = admin.call(
+        QUERY_CONSUME_QUEUE,
+        &[
+            ("topic", "AdmCq"),
+            ("queueId", "99"),
+            ("index", "0"),
+            ("count", "1"),
+        ],
+        b"",
+    );
+    assert_eq!(unknown.code, SYSTEM_ERROR);
+    assert_eq!(unknown.remark.as_deref(), Some("99@AdmCq is not exist!"));
+}

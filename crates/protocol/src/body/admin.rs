@@ -189,6 +189,55 @@ pub struct BrokerStatsData {
     pub stats_day: BrokerStatsItem,
 }
 
+/// `ConsumeQueueData`: one consume-queue unit in QUERY_CONSUME_QUEUE's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumeQueueData {
+    /// Where the record starts in the CommitLog.
+    #[serde(default)]
+    pub physic_offset: i64,
+    /// The record's size in the CommitLog.
+    #[serde(default)]
+    pub physic_size: i32,
+    /// The tag's hash (a delayed message's delivery time).
+    #[serde(default)]
+    pub tags_code: i64,
+    /// The unit's extension (consume queue ext, which rocketpy does not write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extend_data_json: Option<String>,
+    /// The extension's filter bit map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bit_map: Option<String>,
+    /// Whether the group's filter kept the unit (only evaluated with an extension).
+    #[serde(default)]
+    pub eval: bool,
+    /// Why the extension is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg: Option<String>,
+}
+
+/// `QueryConsumeQueueResponseBody` (QUERY_CONSUME_QUEUE). As fastjson does, absent values
+/// are left out, not written as `null`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryConsumeQueueResponseBody {
+    /// The asking group's subscription to the topic, when the group was named and is online.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscription_data: Option<SubscriptionData>,
+    /// The group's filter data as text, or why there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter_data: Option<String>,
+    /// The units from the asked index on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_data: Option<Vec<ConsumeQueueData>>,
+    /// One past the queue's last offset.
+    #[serde(default)]
+    pub max_queue_index: i64,
+    /// The queue's first stored offset.
+    #[serde(default)]
+    pub min_queue_index: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -130,3 +130,19 @@ header! {
         stats_key: String = "statsKey",
     }
 }
+
+header! {
+    /// `QueryConsumeQueueRequestHeader` (QUERY_CONSUME_QUEUE).
+    pub struct QueryConsumeQueueRequestHeader {
+        /// The topic.
+        topic: String = "topic",
+        /// The queue.
+        queue_id: i32 = "queueId",
+        /// Queue offset of the first unit wanted.
+        index: i64 = "index",
+        /// Most units wanted (the answer stops at the end of the file holding `index`).
+        count: i32 = "count",
+        /// A group whose subscription the answer shows (optional).
+        consumer_group: Option<String> = "consumerGroup",
+    }
+}

@@ -426,6 +426,7 @@ exchanges! {
     GET_TOPICS_BY_CLUSTER => GetTopicsByClusterRequestHeader, _;
     QUERY_TOPIC_CONSUME_BY_WHO => QueryTopicConsumeByWhoRequestHeader, _;
     VIEW_BROKER_STATS_DATA => ViewBrokerStatsDataRequestHeader, _;
+    QUERY_CONSUME_QUEUE => QueryConsumeQueueRequestHeader, _;
 }
 
 /// The headers of request `code`, if it is a known code.

@@ -57,6 +57,19 @@ fn reads_what_the_store_wrote_and_survives_damage() {
     let want_tags: Vec<&str> = expected.iter().map(|(_, t)| *t).collect();
     assert_eq!(tags, want_tags);
 
+    // Sizes from the consume queue alone: the records' sizes, across CQ files (100 units
+    // each), stopping at the end of the queue.
+    let sizes = reader.unit_sizes("T", 0, 95..1510).unwrap();
+    assert_eq!(sizes.len(), 1405);
+    let mut at = 95;
+    reader
+        .read("T", 0, 95..1500, |v| {
+            assert_eq!(sizes[(at - 95) as usize], v.total_size, "offset {at}");
+            at += 1;
+            Ok(true)
+        })
+        .unwrap();
+
     // The visitor stops the read: the next offset follows the last message visited.
     let mut seen = 0;
     let next = reader

@@ -1,6 +1,8 @@
-"""A Spark standalone cluster from the pyspark installation, on loopback: a master and
-workers as separate processes (each worker starts its executors as further JVMs, which start
-their own Python workers), as a production cluster runs them."""
+"""A Spark standalone cluster on this machine, started from the pyspark installation: a
+master and workers as separate processes on loopback (each worker starts its executors as
+further JVMs, which start their own Python workers), as a production cluster runs them. For
+trying cluster mode, the tests (``tests/test_spark_cluster.py``) and the benchmark
+(``spark/benchmarks/read_vs_parquet.py --cluster``); not for production."""
 
 from __future__ import annotations
 
@@ -15,17 +17,20 @@ from typing import Any
 
 
 def spark_session(master: str, app: str, **conf: str) -> Any:
-    """A SparkSession for the tests: loopback only, no UI, the tests' Python on the
-    executors (where the packages are installed), quiet logs."""
+    """A SparkSession on loopback only, with no UI, this Python on the executors (where the
+    packages are installed) and quiet logs; ``conf`` adds Spark settings."""
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    # Before the JVM starts: Spark otherwise binds and advertises the host's own address.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master(master)
         .appName(app)
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
     )
     for k, v in conf.items():
@@ -36,7 +41,9 @@ def spark_session(master: str, app: str, **conf: str) -> Any:
 
 
 class SparkCluster:
-    """``with SparkCluster(tmp, workers=2) as c: SparkSession.builder.master(c.url)``."""
+    """``with SparkCluster(work_dir, workers=2) as c: spark_session(c.url, "app")``: logs and
+    worker directories go under ``work_dir``; ``stop`` (or leaving the block) ends every
+    process it started."""
 
     def __init__(self, work: Path, workers: int = 2, cores: int = 1, memory: str = "1g") -> None:
         self.work, self.workers, self.cores, self.memory = work, workers, cores, memory
@@ -79,6 +86,7 @@ class SparkCluster:
         raise RuntimeError(f"{log.name}: no {pattern!r}:\n{log.read_text(errors='replace')}")
 
     def __enter__(self) -> SparkCluster:
+        self.work.mkdir(parents=True, exist_ok=True)
         master = self._start(
             "master", "org.apache.spark.deploy.master.Master",
             "--host", "127.0.0.1", "--port", "0", "--webui-port", "0",

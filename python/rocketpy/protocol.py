@@ -67,6 +67,9 @@ class RequestCode:
     QUERY_DATA_VERSION: Final = 322
     ADD_WRITE_PERM_OF_BROKER: Final = 327
     LITE_PULL_MESSAGE: Final = 361
+    POP_MESSAGE: Final = 200050
+    ACK_MESSAGE: Final = 200051
+    CHANGE_MESSAGE_INVISIBLETIME: Final = 200053
 
 
 class ResponseCode:
@@ -87,9 +90,13 @@ class ResponseCode:
     PULL_RETRY_IMMEDIATELY: Final = 20
     PULL_OFFSET_MOVED: Final = 21
     QUERY_NOT_FOUND: Final = 22
+    SUBSCRIPTION_PARSE_FAILED: Final = 23
     SUBSCRIPTION_NOT_EXIST: Final = 24
     SUBSCRIPTION_GROUP_NOT_EXIST: Final = 26
     INVALID_PARAMETER: Final = 29
+    NO_MESSAGE: Final = 208
+    POLLING_FULL: Final = 209
+    POLLING_TIMEOUT: Final = 210
     CONSUMER_NOT_ONLINE: Final = 206
 
 

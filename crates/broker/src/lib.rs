@@ -11,6 +11,7 @@ pub mod error;
 pub mod ha;
 pub mod long_polling;
 pub mod metrics;
+pub mod pop;
 pub mod processor;
 pub mod producer_manager;
 pub mod rebalance_lock;
@@ -60,6 +61,8 @@ pub struct BrokerInner {
     pub locks: rebalance_lock::RebalanceLockManager,
     /// Held pulls.
     pub hold: Arc<PullHoldService>,
+    /// Pop consumption: checkpoints, revivals, FIFO holds, waiting pops.
+    pub pop: Arc<pop::PopService>,
     /// Client for name servers.
     pub namesrv: RemotingClient,
     /// `ip:port` advertised to name servers and clients.
@@ -114,6 +117,18 @@ async fn sample_stats(broker: Arc<BrokerInner>) {
             .stats
             .sample(now, now / 86_400_000, &broker.config().broker_cluster_name);
         rocketpy_remoting::memory::release_free_memory();
+    }
+}
+
+/// Revives popped messages whose invisible time ended, every second (RocketMQ's
+/// `reviveInterval`), off the I/O threads.
+async fn revive_loop(broker: Arc<BrokerInner>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let b = broker.clone();
+        let _ = tokio::task::spawn_blocking(move || b.pop.revive_due(&b, now_millis())).await;
     }
 }
 
@@ -239,10 +254,14 @@ impl Broker {
         };
         let store_host = SocketAddr::new(ip, port);
         let hold = Arc::new(PullHoldService::new());
+        let pop = Arc::new(pop::PopService::new(
+            config_dir.join("consumerOrderInfo.json"),
+        )?);
         let ha_service = Arc::new(ha::HaService::default());
         // The store was opened just above, so no other listener can be set yet.
         let _first = store.set_arriving_listener(Arc::new(ha::Arrivals {
             hold: hold.clone(),
+            pop: pop.clone(),
             ha: ha_service.clone(),
         }));
         let is_master = settings.store.broker_role.is_master();
@@ -295,6 +314,7 @@ impl Broker {
             groups,
             locks,
             hold,
+            pop,
             register_now: Notify::new(),
             ha: ha_service,
             ha_addr,
@@ -303,6 +323,19 @@ impl Broker {
             permission: std::sync::atomic::AtomicI32::new(permission),
             metrics,
         });
+        if is_master {
+            // Before any request is served: pops must see the checkpoints of the last run.
+            let replaying = inner.clone();
+            let live = tokio::task::spawn_blocking(move || replaying.pop.replay(&replaying))
+                .await
+                .map_err(|e| BrokerError::Config(format!("pop replay task failed: {e}")))??;
+            if live > 0 {
+                tracing::info!(
+                    checkpoints = live,
+                    "pop checkpoints restored from the revive log"
+                );
+            }
+        }
         let _ = table_slot.set(inner.clone());
         let metrics_server = match registry {
             Some(mut registry) => {
@@ -342,6 +375,9 @@ impl Broker {
         tasks.push(tokio::spawn(register::registration_loop(inner.clone())));
         tasks.push(tokio::spawn(transaction::check::check_loop(inner.clone())));
         tasks.push(tokio::spawn(sample_stats(inner.clone())));
+        if is_master {
+            tasks.push(tokio::spawn(revive_loop(inner.clone())));
+        }
         let housekeeping = inner.clone();
         tasks.push(tokio::spawn(async move {
             let period = Duration::from_millis(
@@ -357,6 +393,9 @@ impl Broker {
                 tick.tick().await;
                 if let Err(e) = housekeeping.offsets.persist() {
                     tracing::error!(error = %e, "persisting consumer offsets failed");
+                }
+                if let Err(e) = housekeeping.pop.order.persist() {
+                    tracing::error!(error = %e, "persisting consumerOrderInfo.json failed");
                 }
                 let tables = housekeeping.clone();
                 let persisted = tokio::task::spawn_blocking(move || {
@@ -426,6 +465,7 @@ impl Broker {
         self.server.shutdown_graceful(Duration::from_secs(5)).await;
         self.inner.namesrv.shutdown();
         self.inner.offsets.persist()?;
+        self.inner.pop.order.persist()?;
         self.inner.topics.persist(false)?;
         self.inner.groups.persist(false)?;
         let store = self.inner.store.clone();

@@ -85,6 +85,12 @@ codes! {
         ADD_WRITE_PERM_OF_BROKER = 327,
         /// 5.x: a lite pull consumer's PULL_MESSAGE (same header and answer).
         LITE_PULL_MESSAGE = 361,
+        /// 5.x pop consumption: messages become invisible to the group until acked.
+        POP_MESSAGE = 200050,
+        /// 5.x: a popped message is done.
+        ACK_MESSAGE = 200051,
+        /// 5.x: a popped message stays invisible for longer (or shorter).
+        CHANGE_MESSAGE_INVISIBLETIME = 200053,
     }
 }
 
@@ -106,9 +112,17 @@ codes! {
         PULL_RETRY_IMMEDIATELY = 20,
         PULL_OFFSET_MOVED = 21,
         QUERY_NOT_FOUND = 22,
+        /// A consumer's subscription cannot be parsed (or uses a filter rocketpy lacks).
+        SUBSCRIPTION_PARSE_FAILED = 23,
         SUBSCRIPTION_NOT_EXIST = 24,
         SUBSCRIPTION_GROUP_NOT_EXIST = 26,
         INVALID_PARAMETER = 29,
+        /// 5.x: an ack or invisible-time change for an offset the queue does not hold.
+        NO_MESSAGE = 208,
+        /// 5.x: too many pops are waiting already.
+        POLLING_FULL = 209,
+        /// 5.x: a pop waited its poll time and found nothing.
+        POLLING_TIMEOUT = 210,
         /// The group has no live member to reset (INVOKE_BROKER_TO_RESET_OFFSET).
         CONSUMER_NOT_ONLINE = 206,
     }

@@ -166,12 +166,14 @@ impl HaService {
 /// The store's listener: wakes held pulls and, when slaves are connected, the HA connections.
 pub struct Arrivals {
     pub hold: Arc<PullHoldService>,
+    pub pop: Arc<crate::pop::PopService>,
     pub ha: Arc<HaService>,
 }
 
 impl MessageArrivingListener for Arrivals {
     fn arriving(&self, topic: &str, queue_id: i32, next_offset: i64, tags_code: i64) {
         self.hold.arriving(topic, queue_id, next_offset, tags_code);
+        self.pop.wake(topic);
         if self.ha.slave_count() > 0 {
             self.ha.grown.notify_waiters();
         }

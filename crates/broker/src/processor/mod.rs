@@ -7,6 +7,8 @@ pub mod broker_config;
 pub mod client;
 pub mod lock;
 pub mod offset;
+pub mod pop;
+pub mod pop_ack;
 pub mod pull;
 pub mod query;
 pub mod query_cq;
@@ -85,6 +87,12 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     t.register_all(
         &[request::PULL_MESSAGE, request::LITE_PULL_MESSAGE],
         route(&slot, pull::process),
+    );
+    t.register(request::POP_MESSAGE, route(&slot, pop::pop_message));
+    t.register(request::ACK_MESSAGE, route(&slot, pop_ack::ack_message));
+    t.register(
+        request::CHANGE_MESSAGE_INVISIBLETIME,
+        route(&slot, pop_ack::change_invisible_time),
     );
     t.register(
         request::QUERY_CONSUMER_OFFSET,

@@ -6,6 +6,7 @@ mod admin;
 mod broker;
 mod ha;
 mod namesrv;
+mod pop;
 mod registration;
 mod relay;
 mod transaction;
@@ -33,6 +34,7 @@ pub const BROKER_TEST_SETTINGS: &[(&str, &str)] = &[
 pub struct Servers {
     pub namesrv: NameServer,
     pub broker: Option<Broker>,
+    settings: BrokerSettings,
     _store: tempfile::TempDir,
     pub rt: tokio::runtime::Runtime,
 }
@@ -66,10 +68,11 @@ impl Servers {
         for (k, v) in settings_for(namesrv.local_addr()) {
             settings.set(k, &v).unwrap();
         }
-        let broker = rt.block_on(Broker::start(settings)).unwrap();
+        let broker = rt.block_on(Broker::start(settings.clone())).unwrap();
         let servers = Servers {
             namesrv,
             broker: Some(broker),
+            settings,
             _store: store,
             rt,
         };
@@ -87,6 +90,19 @@ impl Servers {
 
     pub fn broker_addr(&self) -> SocketAddr {
         self.broker.as_ref().unwrap().local_addr()
+    }
+
+    /// Stops the broker (as a clean shutdown does) and starts it again on the same store; it
+    /// listens on a new port.
+    pub fn restart_broker(&mut self) {
+        if let Some(broker) = self.broker.take() {
+            self.rt.block_on(broker.shutdown()).unwrap();
+        }
+        self.broker = Some(
+            self.rt
+                .block_on(Broker::start(self.settings.clone()))
+                .unwrap(),
+        );
     }
 }
 

@@ -261,6 +261,7 @@ pub struct Record {
     pub queue_offset: i64,
     pub physical_offset: i64,
     pub sys_flag: i32,
+    pub reconsume_times: i32,
     pub prepared_transaction_offset: i64,
     pub body: Vec<u8>,
     pub topic: String,
@@ -280,6 +281,7 @@ pub fn records(mut data: &[u8]) -> Vec<Record> {
         let queue_offset = i64::from_be_bytes(data[20..28].try_into().unwrap());
         let physical_offset = i64::from_be_bytes(data[28..36].try_into().unwrap());
         let sys_flag = be_i32(&data[36..40]);
+        let reconsume_times = be_i32(&data[72..76]);
         let prepared_transaction_offset = i64::from_be_bytes(data[76..84].try_into().unwrap());
         let body_len = be_i32(&data[84..88]) as usize;
         let body = data[88..88 + body_len].to_vec();
@@ -294,6 +296,7 @@ pub fn records(mut data: &[u8]) -> Vec<Record> {
             queue_offset,
             physical_offset,
             sys_flag,
+            reconsume_times,
             prepared_transaction_offset,
             body,
             topic,

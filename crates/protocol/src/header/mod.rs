@@ -23,6 +23,7 @@ mod admin;
 mod consumer;
 mod namesrv;
 mod offset;
+mod pop;
 mod pull;
 mod query;
 mod send;
@@ -32,6 +33,7 @@ pub use admin::*;
 pub use consumer::*;
 pub use namesrv::*;
 pub use offset::*;
+pub use pop::*;
 pub use pull::*;
 pub use query::*;
 pub use send::*;
@@ -427,6 +429,9 @@ exchanges! {
     QUERY_TOPIC_CONSUME_BY_WHO => QueryTopicConsumeByWhoRequestHeader, _;
     VIEW_BROKER_STATS_DATA => ViewBrokerStatsDataRequestHeader, _;
     QUERY_CONSUME_QUEUE => QueryConsumeQueueRequestHeader, _;
+    POP_MESSAGE => PopMessageRequestHeader, PopMessageResponseHeader;
+    ACK_MESSAGE => AckMessageRequestHeader, _;
+    CHANGE_MESSAGE_INVISIBLETIME => ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader;
 }
 
 /// The headers of request `code`, if it is a known code.

@@ -28,6 +28,27 @@ pub mod keys {
     pub const CLUSTER: &str = "CLUSTER";
     pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
     pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+    /// 5.x pop: a popped message's checkpoint text (`extraInfo`).
+    pub const POP_CK: &str = "POP_CK";
+    /// 5.x pop: when a retried message was first popped (ms).
+    pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
+    /// 5.x: a FIFO message's message group.
+    pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+    /// 5.x: the trace context a 5.x client sends.
+    pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+    /// 5.x timer messages: deliver at this time (ms since the epoch).
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    /// 5.x timer messages: deliver this many seconds from now.
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    /// 5.x timer messages: deliver this many ms from now.
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    /// 5.x timer messages: the delivery time the broker settled on (set once: it marks a
+    /// message the timer already took).
+    pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+    /// 5.x timer messages: when the timer stored it (ms).
+    pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+    /// 5.x timer messages: when the timer delivered it (ms).
+    pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
 }
 
 /// Encodes name/value pairs.

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test bench bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test compat-py5 bench bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -41,7 +41,7 @@ install: $(VENV)/.tools
 	$(BIN)/maturin develop --release --quiet
 
 run: install
-	$(BIN)/rocketpy dev --metrics-port 5557 --console-port 8080
+	$(BIN)/rocketpy dev --metrics-port 5557 --console-port 8080 --grpc-port 8081
 
 lint: $(VENV)/.tools
 	cargo fmt --all --check
@@ -53,11 +53,20 @@ lint: $(VENV)/.tools
 rust-test:
 	cargo test --workspace --locked
 
+# The official RocketMQ 5.x Python client (PyPI rocketmq-python-client, gRPC), a peer of
+# tests/compat, in a venv of its own: its package is named `rocketmq`, as the C++ client's is.
+PY5_VENV ?= $(HOME)/.cache/rocketpy/py5-venv
+PY5_CLIENT := rocketmq-python-client==5.1.2
+export ROCKETPY_PY5_PYTHON := $(PY5_VENV)/bin/python
+compat-py5:
+	@test -f $(PY5_VENV)/.$(PY5_CLIENT) || { $(PYTHON) -m venv $(PY5_VENV) && \
+	  $(PY5_VENV)/bin/python -m pip install --quiet $(PY5_CLIENT) && touch $(PY5_VENV)/.$(PY5_CLIENT); }
+
 # rocketmq-client-rust 1.0 (crates.io), driven by tests/compat as a peer client.
 compat-rust-client:
 	cd compat/rust-client && CARGO_TARGET_DIR=$(COMPAT_TARGET) cargo build --release --locked --quiet
 
-py-test: install compat-rust-client browser
+py-test: install compat-rust-client compat-py5 browser
 	$(BIN)/pytest
 
 # rocketmq-rust 1.0's name server and broker, installed into a cache (~12 min the first time).

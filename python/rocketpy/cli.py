@@ -97,6 +97,8 @@ def cmd_broker(args: argparse.Namespace) -> None:
     )
     if broker.metrics_address:
         _say(f"metrics: http://{broker.metrics_address}/metrics")
+    if broker.grpc_address:
+        _say(f"gRPC endpoint for RocketMQ 5.x clients: {broker.grpc_address}")
     _wait_for(stop)
     broker.shutdown()
     _say("rocketpy broker stopped")
@@ -113,6 +115,7 @@ def cmd_dev(args: argparse.Namespace) -> None:
         broker_config=_overrides(args.set),
         ha=args.ha,
         metrics_port=args.metrics_port,
+        grpc_port=args.grpc_port,
     ).start()
     slave = f" slave={dev.slave_addr}" if args.ha else ""
     _say(
@@ -120,6 +123,8 @@ def cmd_dev(args: argparse.Namespace) -> None:
     )
     for url in dev.metrics_urls:
         _say(f"metrics: {url}")
+    if dev.grpc_address:
+        _say(f"gRPC endpoint for RocketMQ 5.x clients: {dev.grpc_address}")
     console = None
     if args.console_port is not None:
         console = _start_console(dev.namesrv_addr, args.host, args.console_port)
@@ -209,6 +214,12 @@ def parser() -> argparse.ArgumentParser:
     )
     dev.add_argument(
         "--console-port", type=int, metavar="PORT", help="serve the web console on PORT too"
+    )
+    dev.add_argument(
+        "--grpc-port",
+        type=int,
+        metavar="PORT",
+        help="serve RocketMQ 5.x clients (gRPC) on PORT too (0: a free port)",
     )
     dev.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"

@@ -65,6 +65,8 @@ class DevServer:
         metrics_port: serve Prometheus metrics (``metricsExporterType=PROM``): the broker's
             on this port, the name server's on the next, the slave's on the one after (0 =
             free ports for all). ``None`` (the default) exports nothing.
+        grpc_port: also serve RocketMQ 5.x clients (gRPC, ``grpcServerPort``) on this port
+            (0 = a free port). ``None`` (the default): 4.x clients only.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class DevServer:
         broker_config: Mapping[str, str] | None = None,
         ha: bool = False,
         metrics_port: int | None = None,
+        grpc_port: int | None = None,
     ) -> None:
         self.host = host
         self.namesrv_port = namesrv_port
@@ -87,6 +90,7 @@ class DevServer:
         self.ha = ha
         self.slave: Broker | None = None
         self.metrics_port = metrics_port
+        self.grpc_port = grpc_port
 
     def _metrics_keys(self, offset: int) -> dict[str, str]:
         """The exporter keys of the server ``offset`` ports after :attr:`metrics_port`."""
@@ -108,6 +112,8 @@ class DevServer:
             **dev_store_defaults(self.store_dir),
             **self._metrics_keys(0),
         }
+        if self.grpc_port is not None:
+            overrides["grpcServerPort"] = str(self.grpc_port)
         if self.ha:
             overrides["brokerRole"] = "SYNC_MASTER"
         overrides.update(self.broker_config)
@@ -128,7 +134,11 @@ class DevServer:
     def _slave_overrides(self, master: Mapping[str, str]) -> dict[str, str]:
         slave_dir = self.slave_store_dir
         slave_dir.mkdir(parents=True, exist_ok=True)
-        out = {k: v for k, v in master.items() if k not in ("brokerRole", "haListenPort")}
+        out = {
+            k: v
+            for k, v in master.items()
+            if k not in ("brokerRole", "haListenPort", "grpcServerPort")
+        }
         out.update(
             {
                 "brokerId": "1",
@@ -152,6 +162,11 @@ class DevServer:
         """``host:port`` clients reach the broker at."""
         assert self.broker is not None, "not started"
         return self.broker.broker_addr
+
+    @property
+    def grpc_address(self) -> str | None:
+        """``host:port`` of the gRPC endpoint for RocketMQ 5.x clients (with ``grpc_port``)."""
+        return self.broker.grpc_address if self.broker is not None else None
 
     @property
     def metrics_urls(self) -> list[str]:

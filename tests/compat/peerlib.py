@@ -43,6 +43,19 @@ class ServerProcess:
         for line in self.proc.stderr:
             self.stderr.append(line)
 
+    def line_matching(self, pattern: str, timeout: float = 30) -> re.Match[str]:
+        """The first further stdout line matching ``pattern`` (what the server printed after
+        its first line: metrics, the gRPC endpoint)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = self._first_line(deadline - time.monotonic())
+            m = re.search(pattern, line)
+            if m:
+                return m
+            if not line:
+                break
+        raise AssertionError(f"no line matching {pattern!r}: {''.join(self.stderr)}")
+
     def _first_line(self, timeout: float) -> str:
         out: list[str] = []
         t = threading.Thread(target=lambda: out.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
@@ -72,9 +85,17 @@ def close_pipes(proc: subprocess.Popen[str]) -> None:
 
 
 class Cluster:
-    """A name server and a broker registered with it."""
+    """A name server and a broker registered with it; with ``grpc``, the broker also serves
+    RocketMQ 5.x clients (gRPC) on a free port, at :attr:`grpc`."""
 
-    def __init__(self, store: Path, *broker_args: str) -> None:
+    def __init__(self, store: Path, *broker_args: str, grpc: bool = False) -> None:
+        if grpc:
+            # 5.x receives may ask for invisible times from 1 s (10 s by default): the tests
+            # wait for redeliveries that long.
+            broker_args = (
+                *broker_args, "--set", "grpcServerPort=0",
+                "--set", "minInvisibleTimeMillsForRecv=1000",
+            )  # fmt: skip
         self.namesrv_proc = ServerProcess("namesrv", "--host", "127.0.0.1", "--port", "0")
         self.namesrv = self.namesrv_proc.address
         self.broker_proc = ServerProcess(
@@ -86,6 +107,9 @@ class Cluster:
             *broker_args,
         )  # fmt: skip
         self.broker = self.broker_proc.address
+        self.grpc = ""
+        if grpc:
+            self.grpc = self.broker_proc.line_matching(r"5\.x clients: (\S+)").group(1)
 
     def stop(self) -> None:
         codes = (self.broker_proc.stop(), self.namesrv_proc.stop())
@@ -187,11 +211,18 @@ RUST_CLIENT = os.environ.get(
     str(Path.home() / ".cache/rocketpy/compat-target/release/rocketpy-compat-rust-client"),
 )
 
-#: How each peer client is started: the C++ client (through PyPI ``rocketmq``, ctypes) and
-#: rocketmq-client-rust.
+#: The Python of the venv holding the official 5.x client, made by ``make compat-py5`` (which
+#: exports it as ROCKETPY_PY5_PYTHON for ``make test``).
+PY5_PYTHON = os.environ.get(
+    "ROCKETPY_PY5_PYTHON", str(Path.home() / ".cache/rocketpy/py5-venv/bin/python")
+)
+
+#: How each peer client is started: the C++ client (through PyPI ``rocketmq``, ctypes),
+#: rocketmq-client-rust, and the official 5.x Python client (PyPI rocketmq-python-client).
 CLIENTS = {
     "cpp": [sys.executable, str(PEERS / "cpp_client.py")],
     "rust": [RUST_CLIENT],
+    "py5": [PY5_PYTHON, str(PEERS / "py5_client.py")],
 }
 
 
@@ -200,6 +231,9 @@ def start_peer(client: str, peers: list[Peer], tmp_path: Path, **spec: Any) -> P
     argv = CLIENTS[client]
     assert client != "rust" or Path(RUST_CLIENT).exists(), (
         f"{RUST_CLIENT} is missing: build it with `make compat-rust-client`"
+    )
+    assert client != "py5" or Path(PY5_PYTHON).exists(), (
+        f"{PY5_PYTHON} is missing: make the venv with `make compat-py5`"
     )
     p = Peer(argv, spec, tmp_path)
     peers.append(p)
@@ -214,3 +248,8 @@ def cpp(peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
 def rust(peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
     """Starts the rocketmq-client-rust program with ``spec``."""
     return start_peer("rust", peers, tmp_path, **spec)
+
+
+def py5(peers: list[Peer], tmp_path: Path, **spec: Any) -> Peer:
+    """Starts the official RocketMQ 5.x Python client program with ``spec``."""
+    return start_peer("py5", peers, tmp_path, **spec)

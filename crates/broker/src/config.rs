@@ -76,6 +76,10 @@ rocketpy_protocol::config_struct! {
         metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
         /// Constant labels added to every metric, `k1:v1,k2:v2`.
         metrics_label: String = String::new() => "metricsLabel",
+        /// Port of a gRPC endpoint for 5.x clients in this process (RocketMQ proxy's key, 8081 there): -1 none, 0 a free port; needs namesrvAddr.
+        grpc_server_port: i32 = -1 => "grpcServerPort",
+        /// Shortest invisible time a 5.x client's receive may ask for, ms (RocketMQ proxy's key).
+        min_invisible_time_mills_for_recv: i64 = 10_000 => "minInvisibleTimeMillsForRecv",
     }
 }
 

@@ -132,6 +132,34 @@ async fn revive_loop(broker: Arc<BrokerInner>) {
     }
 }
 
+/// The 5.x clients' gRPC endpoint of a master with `grpcServerPort` set: a proxy in this
+/// process reaching this broker (and the rest of the cluster) through the name servers, as
+/// RocketMQ 5's broker runs its proxy (`--enable-proxy`).
+async fn start_proxy(inner: &Arc<BrokerInner>) -> Result<Option<rocketpy_proxy::Proxy>> {
+    let cfg = inner.config();
+    let Ok(port) = u16::try_from(cfg.grpc_server_port) else {
+        return Ok(None);
+    };
+    let Some(namesrv) = cfg.namesrv_addr.clone().filter(|n| !n.trim().is_empty()) else {
+        return Err(BrokerError::Config(
+            "grpcServerPort needs namesrvAddr: the gRPC endpoint takes its routes from the name servers".into(),
+        ));
+    };
+    let config = rocketpy_proxy::ProxyConfig {
+        namesrv_addr: namesrv,
+        bind_address: cfg.bind_address.clone(),
+        grpc_server_port: port,
+        min_invisible_time_ms: cfg.min_invisible_time_mills_for_recv,
+        ..rocketpy_proxy::ProxyConfig::default()
+    };
+    let proxy = rocketpy_proxy::Proxy::start(config).await.map_err(|e| {
+        BrokerError::Config(format!(
+            "cannot listen for gRPC clients (grpcServerPort {port}): {e}"
+        ))
+    })?;
+    Ok(Some(proxy))
+}
+
 /// A running broker.
 pub struct Broker {
     inner: Arc<BrokerInner>,
@@ -143,6 +171,8 @@ pub struct Broker {
     ha_stop: tokio::sync::watch::Sender<bool>,
     /// The Prometheus endpoint (`metricsExporterType=PROM`).
     metrics_server: Option<rocketpy_metrics::MetricsServer>,
+    /// The 5.x clients' gRPC endpoint (`grpcServerPort`).
+    proxy: Option<rocketpy_proxy::Proxy>,
 }
 
 /// RocketMQ's "VIP channel": a Java broker serves the same requests on `listenPort - 2` too (its
@@ -416,6 +446,7 @@ impl Broker {
                 }
             }
         }));
+        let proxy = start_proxy(&inner).await?;
         tracing::info!(addr = %inner.broker_addr, listen = %server.local_addr(), name = %inner.config().broker_name, "broker started");
         Ok(Broker {
             inner,
@@ -424,7 +455,13 @@ impl Broker {
             tasks,
             ha_stop,
             metrics_server,
+            proxy,
         })
+    }
+
+    /// Where the 5.x clients' gRPC endpoint listens, when `grpcServerPort` is set.
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.proxy.as_ref().map(|p| p.local_addr())
     }
 
     /// Where the Prometheus endpoint listens, when `metricsExporterType=PROM`.
@@ -457,6 +494,9 @@ impl Broker {
             m.shutdown();
         }
         self.ha_stop.send_replace(true);
+        if let Some(p) = &self.proxy {
+            p.shutdown().await;
+        }
         register::unregister_all(&self.inner).await;
         self.inner.hold.release_all();
         if let Some(vip) = &self.vip_server {

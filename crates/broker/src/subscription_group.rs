@@ -25,6 +25,9 @@ pub struct SubscriptionGroupConfig {
     pub consume_from_min_enable: bool,
     #[serde(default = "yes")]
     pub consume_broadcast_enable: bool,
+    /// 5.x: the group consumes in order (a 5.x client's FIFO consumption through the proxy).
+    #[serde(default)]
+    pub consume_message_orderly: bool,
     /// Queues of the group's retry topic.
     #[serde(default = "one")]
     pub retry_queue_nums: i32,
@@ -60,6 +63,7 @@ impl SubscriptionGroupConfig {
             consume_enable: true,
             consume_from_min_enable: true,
             consume_broadcast_enable: true,
+            consume_message_orderly: false,
             retry_queue_nums: 1,
             retry_max_times: 16,
             broker_id: 0,
@@ -136,6 +140,17 @@ impl SubscriptionGroupManager {
     }
 
     /// The group's config, created with defaults (and saved) if allowed.
+    /// A group's settings, if it exists (never created here).
+    pub fn find(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        self.table
+            .read()
+            .subscription_group_table
+            .get(group)
+            .cloned()
+    }
+
+    /// A group's settings, created with the defaults when missing and
+    /// `autoCreateSubscriptionGroup` allows it.
     pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
         if let Some(cfg) = self.table.read().subscription_group_table.get(group) {
             return Some(cfg.clone());

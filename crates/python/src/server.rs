@@ -184,6 +184,13 @@ impl Broker {
         self.inner.metrics_addr().map(|a| a.to_string())
     }
 
+    /// `host:port` of the gRPC endpoint for RocketMQ 5.x clients (`grpcServerPort`), else
+    /// `None`.
+    #[getter]
+    fn grpc_address(&self) -> Option<String> {
+        self.inner.grpc_addr().map(|a| a.to_string())
+    }
+
     /// The address it registers with name servers (what clients connect to).
     #[getter]
     fn broker_addr(&self) -> String {

@@ -194,6 +194,7 @@ def _update_group_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-s", "--consumeEnable", default="true")
     p.add_argument("-m", "--consumeFromMinEnable", default="false")
     p.add_argument("-d", "--consumeBroadcastEnable", default="false")
+    p.add_argument("-o", "--consumeMessageOrderly", default="false", help="5.x FIFO consumption")
     p.add_argument("-q", "--retryQueueNums", type=int, default=1)
     p.add_argument("-r", "--retryMaxTimes", type=int, default=16)
     p.add_argument("-i", "--brokerId", type=int, default=0)
@@ -207,6 +208,7 @@ def _update_group(admin: Admin, a: argparse.Namespace) -> None:
         consumeEnable=_bool(a.consumeEnable),
         consumeFromMinEnable=_bool(a.consumeFromMinEnable),
         consumeBroadcastEnable=_bool(a.consumeBroadcastEnable),
+        consumeMessageOrderly=_bool(a.consumeMessageOrderly),
         retryQueueNums=a.retryQueueNums,
         retryMaxTimes=a.retryMaxTimes,
         brokerId=a.brokerId,

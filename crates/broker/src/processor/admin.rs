@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use rocketpy_protocol::body::TopicConfig;
 use rocketpy_protocol::code::response;
-use rocketpy_protocol::header::CreateTopicRequestHeader;
+use rocketpy_protocol::header::{
+    CreateTopicRequestHeader, GetSubscriptionGroupConfigRequestHeader,
+};
 use rocketpy_protocol::topic::{retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
@@ -105,6 +107,23 @@ pub fn get_all_subscription_groups(
 ) -> ProcessResult {
     let body = broker.groups.to_json().map_err(system_error)?;
     reply(ok(req).with_body(body))
+}
+
+/// GET_SUBSCRIPTIONGROUP_CONFIG (5.x): one group's settings as JSON, or
+/// SUBSCRIPTION_GROUP_NOT_EXIST (RocketMQ's remark) when the broker has none.
+pub fn get_subscription_group(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let h: GetSubscriptionGroupConfigRequestHeader = req.decode_header()?;
+    match broker.groups.find(&h.group) {
+        Some(cfg) => json_reply(req, &cfg),
+        None => Err(ProcessError::new(
+            response::SUBSCRIPTION_GROUP_NOT_EXIST,
+            "No group in this broker",
+        )),
+    }
 }
 
 /// GET_ALL_CONSUMER_OFFSET: `consumerOffset.json` as it would be written now (a slave's sync).

@@ -77,6 +77,10 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
         route(&slot, admin::get_all_subscription_groups),
     );
     t.register(
+        request::GET_SUBSCRIPTIONGROUP_CONFIG,
+        route(&slot, admin::get_subscription_group),
+    );
+    t.register(
         request::GET_ALL_CONSUMER_OFFSET,
         route(&slot, admin::get_all_consumer_offsets),
     );

@@ -146,3 +146,11 @@ header! {
         consumer_group: Option<String> = "consumerGroup",
     }
 }
+
+header! {
+    /// `GetSubscriptionGroupConfigRequestHeader` (GET_SUBSCRIPTIONGROUP_CONFIG, 5.x).
+    pub struct GetSubscriptionGroupConfigRequestHeader {
+        /// The group.
+        group: String = "group",
+    }
+}

@@ -429,6 +429,7 @@ exchanges! {
     QUERY_TOPIC_CONSUME_BY_WHO => QueryTopicConsumeByWhoRequestHeader, _;
     VIEW_BROKER_STATS_DATA => ViewBrokerStatsDataRequestHeader, _;
     QUERY_CONSUME_QUEUE => QueryConsumeQueueRequestHeader, _;
+    GET_SUBSCRIPTIONGROUP_CONFIG => GetSubscriptionGroupConfigRequestHeader, _;
     POP_MESSAGE => PopMessageRequestHeader, PopMessageResponseHeader;
     ACK_MESSAGE => AckMessageRequestHeader, _;
     CHANGE_MESSAGE_INVISIBLETIME => ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader;

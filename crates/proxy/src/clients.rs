@@ -1,0 +1,304 @@
+//! Connected 5.x clients (RocketMQ proxy's `GrpcClientSettingsManager` and channel manager):
+//! the settings each sent over its telemetry stream and the stream itself, through which
+//! the proxy sends commands (orphaned transactions to resolve). A client's first settings
+//! are answered with the server's: back-off, batch size, long-polling time, FIFO and the
+//! publishing limits a 5.x client needs to finish starting.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rocketpy_protocol::body::{fastjson, HeartbeatData, ProducerData};
+use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::header::GetSubscriptionGroupConfigRequestHeader;
+use rocketpy_protocol::RemotingCommand;
+use tokio::sync::mpsc;
+
+use crate::convert::{duration, wrap, MAX_BODY_SIZE};
+use crate::pb::{self, Code};
+use crate::status::{ok, ProxyError};
+use crate::ProxyInner;
+
+/// Messages one receive asks for (the proxy's `receive_batch_size`).
+pub const RECEIVE_BATCH_SIZE: i32 = 32;
+/// A consumer's retry back-off before its n-th redelivery (RocketMQ's default
+/// `groupRetryPolicy`: the 4.x delay levels 3 to 18).
+const CONSUMER_BACKOFF_S: &[i64] = &[
+    1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200,
+];
+/// The client id the proxy heartbeats brokers with, as a producer of each transactional
+/// topic's group, so their transaction checks reach it.
+pub const PROXY_PRODUCER_CLIENT_ID: &str = "rmq-proxy-producer-client";
+/// How often that heartbeat goes out.
+pub const PRODUCER_HEARTBEAT: Duration = Duration::from_secs(20);
+
+/// The stream to a client's telemetry call.
+pub type TelemetrySender = mpsc::Sender<Result<pb::TelemetryCommand, tonic::Status>>;
+
+/// One client.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Its settings as the server answered them.
+    pub settings: pb::Settings,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its telemetry stream, while open.
+    pub telemetry: Option<TelemetrySender>,
+    /// When it last called.
+    pub last_seen: Instant,
+}
+
+impl Session {
+    /// The topics it publishes (as brokers know them).
+    pub fn published_topics(&self) -> Vec<String> {
+        match &self.settings.pub_sub {
+            Some(pb::settings::PubSub::Publishing(p)) => p.topics.iter().map(wrap).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The group it consumes as, if it is a consumer.
+    pub fn group(&self) -> Option<String> {
+        match &self.settings.pub_sub {
+            Some(pb::settings::PubSub::Subscription(s)) => s.group.as_ref().map(wrap),
+            _ => None,
+        }
+    }
+
+    /// Whether it consumes in order (FIFO).
+    pub fn fifo(&self) -> bool {
+        matches!(
+            &self.settings.pub_sub,
+            Some(pb::settings::PubSub::Subscription(s)) if s.fifo == Some(true)
+        )
+    }
+}
+
+/// Every client, by client id.
+#[derive(Debug, Default)]
+pub struct Clients {
+    sessions: Mutex<HashMap<String, Session>>,
+}
+
+impl Clients {
+    /// A client's session.
+    pub fn get(&self, client_id: &str) -> Option<Session> {
+        self.sessions.lock().get(client_id).cloned()
+    }
+
+    /// Records a call of `client_id`; false when the client never sent settings.
+    pub fn touch(&self, client_id: &str) -> bool {
+        match self.sessions.lock().get_mut(client_id) {
+            Some(s) => {
+                s.last_seen = Instant::now();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Stores the settings answered to a client (and its stream, when given).
+    pub fn put(
+        &self,
+        client_id: &str,
+        namespace: &str,
+        settings: pb::Settings,
+        telemetry: Option<TelemetrySender>,
+    ) {
+        let mut sessions = self.sessions.lock();
+        let old = sessions.remove(client_id);
+        sessions.insert(
+            client_id.to_owned(),
+            Session {
+                settings,
+                namespace: namespace.to_owned(),
+                telemetry: telemetry.or_else(|| old.and_then(|o| o.telemetry)),
+                last_seen: Instant::now(),
+            },
+        );
+    }
+
+    /// Forgets a client (NotifyClientTermination, or its telemetry stream ended).
+    pub fn remove(&self, client_id: &str) {
+        self.sessions.lock().remove(client_id);
+    }
+
+    /// Producers publishing `topic` that have a telemetry stream, in a rotating order.
+    pub fn publishers_of(&self, topic: &str, turn: usize) -> Vec<TelemetrySender> {
+        let sessions = self.sessions.lock();
+        let mut out: Vec<(&String, TelemetrySender)> = sessions
+            .iter()
+            .filter(|(_, s)| s.published_topics().iter().any(|t| t == topic))
+            .filter_map(|(id, s)| Some((id, s.telemetry.clone()?)))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(b.0));
+        let n = out.len().max(1);
+        out.rotate_left(turn % n);
+        out.into_iter().map(|(_, tx)| tx).collect()
+    }
+
+    /// Every topic any producer publishes.
+    pub fn all_published_topics(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .sessions
+            .lock()
+            .values()
+            .flat_map(Session::published_topics)
+            .collect();
+        topics.sort();
+        topics.dedup();
+        topics
+    }
+}
+
+/// What a group's broker-side settings say (GET_SUBSCRIPTIONGROUP_CONFIG): FIFO and how many
+/// times a message is retried; the defaults when the group does not exist yet.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupSettings {
+    /// `consumeMessageOrderly`.
+    pub fifo: bool,
+    /// `retryMaxTimes`.
+    pub retry_max_times: i32,
+}
+
+/// Reads a group's settings from a master of `topic`.
+pub async fn group_settings(
+    proxy: &ProxyInner,
+    group: &str,
+    topic: &str,
+) -> Result<GroupSettings, ProxyError> {
+    let mut settings = GroupSettings {
+        fifo: false,
+        retry_max_times: 16,
+    };
+    let masters = proxy.routes.masters_of(topic).await?;
+    let Some((_, addr)) = masters.first() else {
+        return Ok(settings);
+    };
+    let req = RemotingCommand::request(request::GET_SUBSCRIPTIONGROUP_CONFIG).with_header(
+        &GetSubscriptionGroupConfigRequestHeader {
+            group: group.to_owned(),
+        },
+    );
+    let resp = proxy
+        .remoting
+        .invoke(addr, req, proxy.config.remoting_timeout)
+        .await?;
+    if resp.code == response::SUCCESS {
+        if let Ok(v) = fastjson::from_slice::<serde_json::Value>(&resp.body) {
+            settings.fifo = v["consumeMessageOrderly"].as_bool().unwrap_or(false);
+            settings.retry_max_times = v["retryMaxTimes"].as_i64().unwrap_or(16) as i32;
+        }
+    }
+    Ok(settings)
+}
+
+/// The server's answer to a client's settings, or why they are refused.
+pub async fn answer_settings(
+    proxy: &ProxyInner,
+    mut settings: pb::Settings,
+) -> Result<pb::Settings, ProxyError> {
+    match settings.pub_sub.take() {
+        Some(pb::settings::PubSub::Publishing(mut p)) => {
+            p.max_body_size = MAX_BODY_SIZE as i32;
+            p.validate_message_type = true;
+            settings.pub_sub = Some(pb::settings::PubSub::Publishing(p));
+            settings.backoff_policy = Some(pb::RetryPolicy {
+                max_attempts: 3,
+                strategy: Some(pb::retry_policy::Strategy::ExponentialBackoff(
+                    pb::ExponentialBackoff {
+                        initial: Some(duration(10)),
+                        max: Some(duration(1000)),
+                        multiplier: 2.0,
+                    },
+                )),
+            });
+        }
+        Some(pb::settings::PubSub::Subscription(mut s)) => {
+            let group = s.group.as_ref().map(wrap).unwrap_or_default();
+            let topic = s
+                .subscriptions
+                .iter()
+                .find_map(|e| e.topic.as_ref().map(wrap))
+                .unwrap_or_default();
+            let gs = if group.is_empty() || topic.is_empty() {
+                GroupSettings {
+                    fifo: false,
+                    retry_max_times: 16,
+                }
+            } else {
+                group_settings(proxy, &group, &topic)
+                    .await
+                    .unwrap_or(GroupSettings {
+                        fifo: false,
+                        retry_max_times: 16,
+                    })
+            };
+            s.fifo = Some(gs.fifo);
+            s.receive_batch_size = Some(RECEIVE_BATCH_SIZE);
+            s.long_polling_timeout = Some(duration(proxy.config.max_long_polling_ms));
+            settings.pub_sub = Some(pb::settings::PubSub::Subscription(s));
+            settings.backoff_policy = Some(pb::RetryPolicy {
+                max_attempts: gs.retry_max_times + 1,
+                strategy: Some(pb::retry_policy::Strategy::CustomizedBackoff(
+                    pb::CustomizedBackoff {
+                        next: CONSUMER_BACKOFF_S
+                            .iter()
+                            .map(|s| duration(s * 1000))
+                            .collect(),
+                    },
+                )),
+            });
+        }
+        None => {
+            return Err(ProxyError::new(
+                Code::BadRequest,
+                "settings name neither publishing nor subscription",
+            ))
+        }
+    }
+    settings.metric = Some(pb::Metric {
+        on: false,
+        endpoints: None,
+    });
+    Ok(settings)
+}
+
+/// The telemetry reply carrying `settings`.
+pub fn settings_command(settings: pb::Settings) -> pb::TelemetryCommand {
+    pb::TelemetryCommand {
+        status: Some(ok()),
+        command: Some(pb::telemetry_command::Command::Settings(settings)),
+    }
+}
+
+/// Heartbeats the masters of every published topic as a producer of the topic's group, so
+/// the brokers send their transaction checks of those topics to this proxy.
+pub async fn heartbeat_producers(proxy: &Arc<ProxyInner>) {
+    for topic in proxy.clients.all_published_topics() {
+        let Ok(masters) = proxy.routes.masters_of(&topic).await else {
+            continue;
+        };
+        let body = HeartbeatData {
+            client_id: PROXY_PRODUCER_CLIENT_ID.to_owned(),
+            producer_data_set: vec![ProducerData {
+                group_name: topic.clone(),
+            }],
+            consumer_data_set: Vec::new(),
+        };
+        let Ok(json) = serde_json::to_vec(&body) else {
+            continue;
+        };
+        for (_, addr) in masters {
+            let req = RemotingCommand::request(request::HEART_BEAT).with_body(json.clone());
+            if let Err(e) = proxy
+                .remoting
+                .invoke(&addr, req, proxy.config.remoting_timeout)
+                .await
+            {
+                tracing::debug!(%addr, error = %e, "producer heartbeat to a broker failed");
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! Receipt handles (RocketMQ proxy's `ReceiptHandle`): what a 5.x client gets with each
+//! received message and gives back to ack it. It is the broker's POP_CK text with the
+//! message's CommitLog offset appended, nine fields separated by spaces:
+//! `startOffset popTime invisibleTime reviveQid topicType brokerName queueId queueOffset
+//! commitLogOffset`. Clients treat it as opaque; the proxy needs no state to use it.
+
+use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
+
+/// A parsed receipt handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptHandle {
+    /// The POP_CK text (the first eight fields).
+    pub extra_info: String,
+    /// First offset of the checkpoint.
+    pub start_offset: i64,
+    /// When the message was popped (ms).
+    pub pop_time: i64,
+    /// Invisible time (ms).
+    pub invisible_time: i64,
+    /// Revive queue (999: FIFO).
+    pub revive_qid: i32,
+    /// "0" the topic itself, "1"/"2" its pop retry topic.
+    pub topic_type: String,
+    /// The broker holding the message.
+    pub broker_name: String,
+    /// Its queue.
+    pub queue_id: i32,
+    /// Its queue offset.
+    pub queue_offset: i64,
+    /// Its CommitLog offset.
+    pub commit_log_offset: i64,
+}
+
+impl ReceiptHandle {
+    /// Parses a handle; None when it is not one.
+    pub fn parse(text: &str) -> Option<ReceiptHandle> {
+        let f: Vec<&str> = text.split(' ').collect();
+        if f.len() != 9 {
+            return None;
+        }
+        Some(ReceiptHandle {
+            extra_info: f[..8].join(" "),
+            start_offset: f[0].parse().ok()?,
+            pop_time: f[1].parse().ok()?,
+            invisible_time: f[2].parse().ok()?,
+            revive_qid: f[3].parse().ok()?,
+            topic_type: f[4].to_owned(),
+            broker_name: f[5].to_owned(),
+            queue_id: f[6].parse().ok()?,
+            queue_offset: f[7].parse().ok()?,
+            commit_log_offset: f[8].parse().ok()?,
+        })
+    }
+
+    /// The handle of a message with POP_CK `extra_info` at `commit_log_offset`.
+    pub fn text(extra_info: &str, commit_log_offset: i64) -> String {
+        format!("{extra_info} {commit_log_offset}")
+    }
+
+    /// Whether its invisible time is over (the broker may have delivered it again).
+    pub fn expired(&self, now: i64) -> bool {
+        self.pop_time + self.invisible_time <= now
+    }
+
+    /// The topic the broker knows the message under: `topic` itself, or `group`'s pop retry
+    /// topic of it.
+    pub fn real_topic(&self, topic: &str, group: &str) -> String {
+        match self.topic_type.as_str() {
+            "1" => format!("{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}"),
+            "2" => format!("{RETRY_GROUP_TOPIC_PREFIX}{group}+{topic}"),
+            _ => topic.to_owned(),
+        }
+    }
+
+    /// The handle after an invisible-time change answered with `pop_time` and
+    /// `invisible_time`: the message heads a checkpoint of its own.
+    pub fn changed(&self, pop_time: i64, invisible_time: i64) -> String {
+        let start = if self.revive_qid == 999 {
+            self.start_offset
+        } else {
+            self.queue_offset
+        };
+        format!(
+            "{start} {pop_time} {invisible_time} {} {} {} {} {} {}",
+            self.revive_qid,
+            self.topic_type,
+            self.broker_name,
+            self.queue_id,
+            self.queue_offset,
+            self.commit_log_offset
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip_and_name_their_topic() {
+        let text = ReceiptHandle::text("3 1000 60000 2 1 broker-a 0 5", 4096);
+        let h = ReceiptHandle::parse(&text).unwrap();
+        assert_eq!(h.extra_info, "3 1000 60000 2 1 broker-a 0 5");
+        assert_eq!((h.queue_offset, h.commit_log_offset), (5, 4096));
+        assert_eq!(h.real_topic("T", "g"), "%RETRY%g_T");
+        assert!(h.expired(61000) && !h.expired(60999));
+        assert_eq!(h.changed(2000, 30000), "5 2000 30000 2 1 broker-a 0 5 4096");
+        assert!(ReceiptHandle::parse("1 2 3").is_none());
+        assert!(ReceiptHandle::parse("a 1000 60000 2 1 broker-a 0 5 9").is_none());
+    }
+}

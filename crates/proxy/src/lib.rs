@@ -1,0 +1,124 @@
+//! rocketpy's RocketMQ 5.x proxy: the gRPC protocol of the 5.x clients
+//! (`apache.rocketmq.v2.MessagingService`) in front of brokers speaking the remoting
+//! protocol, as RocketMQ 5's proxy runs in cluster mode. It keeps no message state of its
+//! own: routes come from the name servers, sends become SEND_MESSAGE_V2, receives become
+//! pops (POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME) and receipt handles carry
+//! everything an ack needs. What it remembers — each client's settings and its telemetry
+//! stream — a client re-sends when it reconnects.
+//!
+//! It runs inside a broker process (`grpcServerPort`) or on its own (`rocketpy proxy`), and
+//! works the same in front of Apache RocketMQ 5.x brokers, which serve the same requests.
+
+pub mod clients;
+pub mod context;
+pub mod convert;
+pub mod handle;
+pub mod receive;
+pub mod routes;
+pub mod send;
+pub mod server;
+pub mod service;
+pub mod status;
+pub mod transaction;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rocketpy_remoting::{ClientConfig, RemotingClient};
+
+pub use server::Proxy;
+
+/// The protocol's messages and the service trait, generated from `proto/messaging.proto`.
+#[allow(clippy::all, clippy::pedantic, missing_docs)]
+pub mod pb {
+    tonic::include_proto!("apache.rocketmq.v2");
+}
+
+/// Settings of a proxy; the names in parentheses are RocketMQ proxy's config keys.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Name servers, `host:port` separated by `;` (`namesrvAddr`).
+    pub namesrv_addr: String,
+    /// Interface to listen on.
+    pub bind_address: String,
+    /// gRPC port (`grpcServerPort`, 8081; 0 picks a free one).
+    pub grpc_server_port: u16,
+    /// Shortest invisible time a receive may ask for (`minInvisibleTimeMillsForRecv`).
+    pub min_invisible_time_ms: i64,
+    /// Longest invisible time (`maxInvisibleTimeMills`).
+    pub max_invisible_time_ms: i64,
+    /// Invisible time of a receive that names none, or asks for automatic renewal
+    /// (`defaultInvisibleTimeMills`).
+    pub default_invisible_time_ms: i64,
+    /// Longest wait of a receive that finds nothing (`grpcClientConsumerLongPollingTimeoutMillis`'s
+    /// upper bound, 20 s).
+    pub max_long_polling_ms: i64,
+    /// Furthest a delivery time may be ahead (`maxDelayTimeMills`).
+    pub max_delay_ms: i64,
+    /// Limit on each request to a broker or name server.
+    pub remoting_timeout: Duration,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            namesrv_addr: "127.0.0.1:9876".into(),
+            bind_address: "0.0.0.0".into(),
+            grpc_server_port: 8081,
+            min_invisible_time_ms: 10_000,
+            max_invisible_time_ms: 12 * 3600 * 1000,
+            default_invisible_time_ms: 60_000,
+            max_long_polling_ms: 20_000,
+            max_delay_ms: 24 * 3600 * 1000,
+            remoting_timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// State shared by the RPC handlers.
+pub struct ProxyInner {
+    /// Settings.
+    pub config: ProxyConfig,
+    /// Connections to name servers and brokers.
+    pub remoting: RemotingClient,
+    /// Routes and masters.
+    pub routes: routes::Routes,
+    /// Connected clients: settings and telemetry streams.
+    pub clients: clients::Clients,
+    next_queue: AtomicUsize,
+}
+
+impl ProxyInner {
+    /// A proxy's state; `remoting` answers brokers' requests to the proxy (transaction
+    /// checks) through [`transaction::CheckRelay`].
+    pub fn new(config: ProxyConfig) -> Arc<ProxyInner> {
+        Arc::new_cyclic(|weak| {
+            let relay = Arc::new(transaction::CheckRelay::new(weak.clone()));
+            let remoting = RemotingClient::new(
+                ClientConfig {
+                    direct_connections: 0,
+                    ..ClientConfig::default()
+                },
+                Some(relay),
+                tokio::runtime::Handle::current(),
+            );
+            ProxyInner {
+                routes: routes::Routes::new(
+                    remoting.clone(),
+                    &config.namesrv_addr,
+                    config.remoting_timeout,
+                ),
+                remoting,
+                clients: clients::Clients::default(),
+                next_queue: AtomicUsize::new(0),
+                config,
+            }
+        })
+    }
+
+    /// A different number on each call (round-robin queue choice).
+    pub fn next_index(&self) -> usize {
+        self.next_queue.fetch_add(1, Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,92 @@
+//! Starting and stopping a proxy: the gRPC listener (HTTP/2, plain text) and the producer
+//! heartbeat that routes brokers' transaction checks here.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::TcpListenerStream;
+
+use crate::clients::{heartbeat_producers, PRODUCER_HEARTBEAT};
+use crate::pb::messaging_service_server::MessagingServiceServer;
+use crate::service::Service;
+use crate::{ProxyConfig, ProxyInner};
+
+/// Largest gRPC message the proxy reads: a 4 MiB body and its properties, with room.
+const MAX_GRPC_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// A running proxy.
+pub struct Proxy {
+    inner: Arc<ProxyInner>,
+    local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Proxy {
+    /// Listens on `bind_address:grpc_server_port` and serves until [`Proxy::shutdown`]. Runs
+    /// on the current tokio runtime.
+    pub async fn start(config: ProxyConfig) -> std::io::Result<Proxy> {
+        let listener =
+            TcpListener::bind((config.bind_address.as_str(), config.grpc_server_port)).await?;
+        let local_addr = listener.local_addr()?;
+        let inner = ProxyInner::new(config);
+        let (stop, stopped) = watch::channel(false);
+        let service = MessagingServiceServer::new(Service::new(inner.clone()))
+            .max_decoding_message_size(MAX_GRPC_MESSAGE)
+            .max_encoding_message_size(MAX_GRPC_MESSAGE);
+        let mut until = stopped.clone();
+        let server = tokio::spawn(async move {
+            let served = tonic::transport::Server::builder()
+                .tcp_nodelay(true)
+                .add_service(service)
+                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+                    let _ = until.wait_for(|s| *s).await;
+                })
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "the gRPC server stopped");
+            }
+        });
+        let beat = inner.clone();
+        let mut beat_stopped = stopped;
+        let heartbeat = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(PRODUCER_HEARTBEAT);
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {}
+                    _ = beat_stopped.changed() => return,
+                }
+                heartbeat_producers(&beat).await;
+            }
+        });
+        tracing::info!(listen = %local_addr, "gRPC proxy started");
+        Ok(Proxy {
+            inner,
+            local_addr,
+            stop,
+            tasks: vec![server, heartbeat],
+        })
+    }
+
+    /// Where it listens.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Shared state (tests).
+    pub fn inner(&self) -> &Arc<ProxyInner> {
+        &self.inner
+    }
+
+    /// Stops listening (calls in progress finish) and closes the connections to brokers.
+    pub async fn shutdown(&self) {
+        self.stop.send_replace(true);
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.inner.remoting.shutdown();
+    }
+}

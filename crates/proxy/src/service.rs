@@ -1,0 +1,341 @@
+//! `MessagingService`: each RPC's handler, delegating to the module for its area. Failures
+//! the protocol can express are answered with a `Status` in the response, as RocketMQ's
+//! proxy answers them; gRPC errors are left for malformed calls.
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status as GrpcStatus, Streaming};
+
+use crate::clients::{answer_settings, heartbeat_producers, settings_command};
+use crate::context::Context;
+use crate::convert::wrap;
+use crate::pb::messaging_service_server::MessagingService;
+use crate::pb::{self, Code};
+use crate::status::{ok, status, ProxyError};
+use crate::{receive, send, transaction, ProxyInner};
+
+/// The service over a proxy's state.
+pub struct Service {
+    inner: Arc<ProxyInner>,
+}
+
+impl Service {
+    /// The service of `inner`.
+    pub fn new(inner: Arc<ProxyInner>) -> Self {
+        Service { inner }
+    }
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, GrpcStatus>> + Send + 'static>>;
+
+/// `Ok(Response)` of a unary call.
+fn respond<T>(body: T) -> Result<Response<T>, GrpcStatus> {
+    Ok(Response::new(body))
+}
+
+/// The context of a call, or the response for a call without one.
+macro_rules! context_or {
+    ($req:expr, $resp:expr) => {
+        match Context::of(&$req) {
+            Ok(ctx) => ctx,
+            Err(e) => return respond($resp(e.status())),
+        }
+    };
+}
+
+#[tonic::async_trait]
+impl MessagingService for Service {
+    async fn query_route(
+        &self,
+        request: Request<pb::QueryRouteRequest>,
+    ) -> Result<Response<pb::QueryRouteResponse>, GrpcStatus> {
+        let failed = |s| pb::QueryRouteResponse {
+            status: Some(s),
+            message_queues: Vec::new(),
+        };
+        let ctx = context_or!(request, failed);
+        let local = request.local_addr();
+        let req = request.into_inner();
+        let Some(topic) = req.topic.filter(|t| !t.name.is_empty()) else {
+            return respond(failed(status(Code::IllegalTopic, "topic is missing")));
+        };
+        self.inner.clients.touch(&ctx.client_id);
+        let endpoints = req
+            .endpoints
+            .filter(|e| !e.addresses.is_empty())
+            .unwrap_or_else(|| own_endpoints(local));
+        match self.inner.routes.route(&wrap(&topic)).await {
+            Ok(route) => respond(pb::QueryRouteResponse {
+                status: Some(ok()),
+                message_queues: route.message_queues(&topic, &endpoints),
+            }),
+            Err(e) => respond(failed(e.status())),
+        }
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatResponse>, GrpcStatus> {
+        let failed = |s| pb::HeartbeatResponse { status: Some(s) };
+        let ctx = context_or!(request, failed);
+        if self.inner.clients.touch(&ctx.client_id) {
+            respond(pb::HeartbeatResponse { status: Some(ok()) })
+        } else {
+            respond(failed(status(
+                Code::UnrecognizedClientType,
+                "the client sent no settings yet",
+            )))
+        }
+    }
+
+    async fn send_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Result<Response<pb::SendMessageResponse>, GrpcStatus> {
+        let failed = |s| pb::SendMessageResponse {
+            status: Some(s),
+            entries: Vec::new(),
+        };
+        let ctx = context_or!(request, failed);
+        self.inner.clients.touch(&ctx.client_id);
+        respond(send::send_message(&self.inner, &ctx, request.into_inner()).await)
+    }
+
+    async fn query_assignment(
+        &self,
+        request: Request<pb::QueryAssignmentRequest>,
+    ) -> Result<Response<pb::QueryAssignmentResponse>, GrpcStatus> {
+        let failed = |s| pb::QueryAssignmentResponse {
+            status: Some(s),
+            assignments: Vec::new(),
+        };
+        let ctx = context_or!(request, failed);
+        respond(receive::query_assignment(&self.inner, &ctx, request.into_inner()).await)
+    }
+
+    type ReceiveMessageStream = BoxStream<pb::ReceiveMessageResponse>;
+
+    async fn receive_message(
+        &self,
+        request: Request<pb::ReceiveMessageRequest>,
+    ) -> Result<Response<Self::ReceiveMessageStream>, GrpcStatus> {
+        let status_only = |s: pb::Status| -> Self::ReceiveMessageStream {
+            let items = vec![
+                Ok(pb::ReceiveMessageResponse {
+                    content: Some(pb::receive_message_response::Content::Status(s)),
+                }),
+                Ok(receive::delivery_timestamp()),
+            ];
+            Box::pin(tokio_stream::iter(items))
+        };
+        let ctx = match Context::of(&request) {
+            Ok(ctx) => ctx,
+            Err(e) => return Ok(Response::new(status_only(e.status()))),
+        };
+        self.inner.clients.touch(&ctx.client_id);
+        let received = receive::receive(&self.inner, &ctx, request.into_inner()).await;
+        let mut items = Vec::with_capacity(received.messages.len() + 2);
+        items.push(Ok(pb::ReceiveMessageResponse {
+            content: Some(pb::receive_message_response::Content::Status(
+                received.status,
+            )),
+        }));
+        items.extend(received.messages.into_iter().map(|m| {
+            Ok(pb::ReceiveMessageResponse {
+                content: Some(pb::receive_message_response::Content::Message(m)),
+            })
+        }));
+        items.push(Ok(receive::delivery_timestamp()));
+        Ok(Response::new(Box::pin(tokio_stream::iter(items))))
+    }
+
+    async fn ack_message(
+        &self,
+        request: Request<pb::AckMessageRequest>,
+    ) -> Result<Response<pb::AckMessageResponse>, GrpcStatus> {
+        let failed = |s| pb::AckMessageResponse {
+            status: Some(s),
+            entries: Vec::new(),
+        };
+        let ctx = context_or!(request, failed);
+        self.inner.clients.touch(&ctx.client_id);
+        respond(receive::ack(&self.inner, request.into_inner()).await)
+    }
+
+    async fn forward_message_to_dead_letter_queue(
+        &self,
+        request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
+    ) -> Result<Response<pb::ForwardMessageToDeadLetterQueueResponse>, GrpcStatus> {
+        let failed = |s| pb::ForwardMessageToDeadLetterQueueResponse { status: Some(s) };
+        let _ctx = context_or!(request, failed);
+        respond(receive::forward_dlq(&self.inner, request.into_inner()).await)
+    }
+
+    type PullMessageStream = BoxStream<pb::PullMessageResponse>;
+
+    async fn pull_message(
+        &self,
+        _request: Request<pb::PullMessageRequest>,
+    ) -> Result<Response<Self::PullMessageStream>, GrpcStatus> {
+        let item = Ok(pb::PullMessageResponse {
+            content: Some(pb::pull_message_response::Content::Status(unsupported(
+                "PullMessage",
+            ))),
+        });
+        Ok(Response::new(Box::pin(tokio_stream::iter(vec![item]))))
+    }
+
+    async fn update_offset(
+        &self,
+        _request: Request<pb::UpdateOffsetRequest>,
+    ) -> Result<Response<pb::UpdateOffsetResponse>, GrpcStatus> {
+        respond(pb::UpdateOffsetResponse {
+            status: Some(unsupported("UpdateOffset")),
+        })
+    }
+
+    async fn get_offset(
+        &self,
+        _request: Request<pb::GetOffsetRequest>,
+    ) -> Result<Response<pb::GetOffsetResponse>, GrpcStatus> {
+        respond(pb::GetOffsetResponse {
+            status: Some(unsupported("GetOffset")),
+            offset: 0,
+        })
+    }
+
+    async fn query_offset(
+        &self,
+        _request: Request<pb::QueryOffsetRequest>,
+    ) -> Result<Response<pb::QueryOffsetResponse>, GrpcStatus> {
+        respond(pb::QueryOffsetResponse {
+            status: Some(unsupported("QueryOffset")),
+            offset: 0,
+        })
+    }
+
+    async fn end_transaction(
+        &self,
+        request: Request<pb::EndTransactionRequest>,
+    ) -> Result<Response<pb::EndTransactionResponse>, GrpcStatus> {
+        let failed = |s| pb::EndTransactionResponse { status: Some(s) };
+        let ctx = context_or!(request, failed);
+        self.inner.clients.touch(&ctx.client_id);
+        respond(transaction::end_transaction(&self.inner, request.into_inner()).await)
+    }
+
+    type TelemetryStream = ReceiverStream<Result<pb::TelemetryCommand, GrpcStatus>>;
+
+    async fn telemetry(
+        &self,
+        request: Request<Streaming<pb::TelemetryCommand>>,
+    ) -> Result<Response<Self::TelemetryStream>, GrpcStatus> {
+        let ctx = Context::of(&request).map_err(|e| GrpcStatus::invalid_argument(e.message))?;
+        let (tx, rx) = mpsc::channel(64);
+        let mut inbound = request.into_inner();
+        let proxy = self.inner.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(command)) = inbound.message().await {
+                let Some(pb::telemetry_command::Command::Settings(settings)) = command.command
+                else {
+                    continue; // thread stack traces, verify results: nothing to do with them
+                };
+                match answer_settings(&proxy, settings).await {
+                    Ok(answer) => {
+                        let publishes =
+                            matches!(answer.pub_sub, Some(pb::settings::PubSub::Publishing(_)));
+                        proxy.clients.put(
+                            &ctx.client_id,
+                            &ctx.namespace,
+                            answer.clone(),
+                            Some(tx.clone()),
+                        );
+                        if tx.send(Ok(settings_command(answer))).await.is_err() {
+                            break;
+                        }
+                        if publishes {
+                            let p = proxy.clone();
+                            tokio::spawn(async move { heartbeat_producers(&p).await });
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(GrpcStatus::invalid_argument(e.message))).await;
+                        break;
+                    }
+                }
+            }
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn notify_client_termination(
+        &self,
+        request: Request<pb::NotifyClientTerminationRequest>,
+    ) -> Result<Response<pb::NotifyClientTerminationResponse>, GrpcStatus> {
+        let failed = |s| pb::NotifyClientTerminationResponse { status: Some(s) };
+        let ctx = context_or!(request, failed);
+        self.inner.clients.remove(&ctx.client_id);
+        respond(pb::NotifyClientTerminationResponse { status: Some(ok()) })
+    }
+
+    async fn change_invisible_duration(
+        &self,
+        request: Request<pb::ChangeInvisibleDurationRequest>,
+    ) -> Result<Response<pb::ChangeInvisibleDurationResponse>, GrpcStatus> {
+        let failed = |s| pb::ChangeInvisibleDurationResponse {
+            status: Some(s),
+            receipt_handle: String::new(),
+        };
+        let ctx = context_or!(request, failed);
+        self.inner.clients.touch(&ctx.client_id);
+        respond(receive::change_invisible(&self.inner, request.into_inner()).await)
+    }
+
+    async fn recall_message(
+        &self,
+        _request: Request<pb::RecallMessageRequest>,
+    ) -> Result<Response<pb::RecallMessageResponse>, GrpcStatus> {
+        respond(pb::RecallMessageResponse {
+            status: Some(unsupported("RecallMessage")),
+            message_id: String::new(),
+        })
+    }
+
+    async fn sync_lite_subscription(
+        &self,
+        _request: Request<pb::SyncLiteSubscriptionRequest>,
+    ) -> Result<Response<pb::SyncLiteSubscriptionResponse>, GrpcStatus> {
+        respond(pb::SyncLiteSubscriptionResponse {
+            status: Some(unsupported("SyncLiteSubscription")),
+        })
+    }
+}
+
+fn unsupported(what: &str) -> pb::Status {
+    ProxyError::new(
+        Code::NotImplemented,
+        format!("{what} is not supported by this proxy"),
+    )
+    .status()
+}
+
+/// The proxy's own address as endpoints, for a QueryRoute that names none.
+fn own_endpoints(local: Option<std::net::SocketAddr>) -> pb::Endpoints {
+    let addr = local.unwrap_or_else(|| std::net::SocketAddr::from(([127, 0, 0, 1], 8081)));
+    pb::Endpoints {
+        scheme: if addr.is_ipv4() {
+            pb::AddressScheme::IPv4
+        } else {
+            pb::AddressScheme::IPv6
+        } as i32,
+        addresses: vec![pb::Address {
+            host: addr.ip().to_string(),
+            port: i32::from(addr.port()),
+        }],
+    }
+}

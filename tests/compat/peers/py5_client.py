@@ -1,0 +1,226 @@
+"""A RocketMQ application written against the official RocketMQ 5.x Python client (PyPI
+``rocketmq-python-client``, gRPC), run as its own process by the compatibility tests, with
+the Python of the venv ``make compat-py5`` makes. Nothing here uses rocketpy.
+
+    python py5_client.py '<json spec>'
+
+The spec's ``action`` is ``produce``, ``transaction``, ``simple_consume`` or ``push_consume``;
+results are JSON lines on stdout (``ready``, ``sent``, ``received``, ``acked``, ``checked``,
+``done``, ``error``). Consumers run until their stdin closes or ``timeout`` passes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from rocketmq import (
+    ClientConfiguration,
+    ConsumeResult,
+    Credentials,
+    FilterExpression,
+    Message,
+    MessageListener,
+    Producer,
+    PushConsumer,
+    SimpleConsumer,
+    TransactionChecker,
+    TransactionResolution,
+)
+
+_print_lock = threading.Lock()
+
+
+def emit(event: str, **fields: Any) -> None:
+    with _print_lock:
+        sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+        sys.stdout.flush()
+
+
+def config(spec: dict[str, Any]) -> ClientConfiguration:
+    return ClientConfiguration(spec["endpoint"], Credentials(), spec.get("namespace", ""), 5)
+
+
+def describe(m: Message) -> dict[str, Any]:
+    body = m.body
+    return {
+        "message_id": m.message_id,
+        "topic": m.topic,
+        "tag": m.tag,
+        "keys": sorted(m.keys or []),
+        "body": body.decode() if isinstance(body, bytes) else body,
+        "properties": dict(m.properties or {}),
+        "message_group": m.message_group,
+        "delivery_attempt": m.delivery_attempt,
+        "delivery_timestamp": m.delivery_timestamp,
+        "corrupted": m.corrupted,
+    }
+
+
+def stdin_closed() -> threading.Event:
+    """Set when the test closes our stdin: time to stop."""
+    ev = threading.Event()
+
+    def watch() -> None:
+        sys.stdin.read()
+        ev.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return ev
+
+
+def message(spec: dict[str, Any], i: int) -> Message:
+    m = Message()
+    m.topic = spec["topic"]
+    m.body = f"{spec.get('prefix', 'py5')}-{i}".encode()
+    if spec.get("tag"):
+        m.tag = spec["tag"]
+    if spec.get("keys"):
+        m.keys = f"{spec['keys']}-{i}"
+    if spec.get("message_group"):
+        m.message_group = spec["message_group"]
+    if spec.get("delay_s"):
+        m.delivery_timestamp = int(time.time()) + int(spec["delay_s"])
+    for k, v in (spec.get("properties") or {}).items():
+        m.add_property(k, v)
+    return m
+
+
+def produce(spec: dict[str, Any]) -> None:
+    producer = Producer(config(spec), (spec["topic"],))
+    producer.startup()
+    try:
+        emit("ready")
+        for i in range(spec.get("count", 1)):
+            receipt = producer.send(message(spec, i))
+            emit("sent", i=i, message_id=receipt.message_id, offset=receipt.offset)
+    finally:
+        producer.shutdown()
+
+
+class Checker(TransactionChecker):
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def check(self, message: Message) -> TransactionResolution:
+        emit("checked", **describe(message))
+        if self.answer == "commit":
+            return TransactionResolution.COMMIT
+        return TransactionResolution.ROLLBACK
+
+
+def transaction(spec: dict[str, Any]) -> None:
+    """Sends one half message per entry of ``outcomes`` ("commit", "rollback" or "unknown":
+    left for the server's check, answered with ``checker``), then waits for stdin to close."""
+    stop = stdin_closed()
+    producer = Producer(
+        config(spec), (spec["topic"],), checker=Checker(spec.get("checker", "commit"))
+    )
+    producer.startup()
+    try:
+        emit("ready")
+        for i, outcome in enumerate(spec["outcomes"]):
+            tx = producer.begin_transaction()
+            receipt = producer.send(message(spec, i), tx)
+            if outcome == "commit":
+                tx.commit()
+            elif outcome == "rollback":
+                tx.rollback()
+            emit("sent", i=i, outcome=outcome, message_id=receipt.message_id)
+        stop.wait(spec.get("timeout", 120))
+    finally:
+        producer.shutdown()
+
+
+def simple_consume(spec: dict[str, Any]) -> None:
+    """Receives until ``count`` messages were acked; messages whose body is in ``hold`` are
+    not acked the first time (they come back after ``invisible_s``); those in ``extend`` get
+    their invisible time changed to ``extend_s`` first. Stops at ``count`` or ``timeout``."""
+    expression = FilterExpression(spec.get("expression", "*"))
+    consumer = SimpleConsumer(
+        config(spec), spec["group"], {spec["topic"]: expression}, spec.get("await_s", 5)
+    )
+    consumer.startup()
+    held: set[str] = set()
+    acked = 0
+    deadline = time.monotonic() + spec.get("timeout", 120)
+    try:
+        emit("ready")
+        while acked < spec.get("count", 1) and time.monotonic() < deadline:
+            for m in consumer.receive(spec.get("batch", 16), spec.get("invisible_s", 15)):
+                d = describe(m)
+                emit("received", **d)
+                if d["body"] in spec.get("hold", []) and d["body"] not in held:
+                    held.add(d["body"])
+                    continue
+                if d["body"] in spec.get("extend", []) and d["body"] not in held:
+                    held.add(d["body"])
+                    consumer.change_invisible_duration(m, spec.get("extend_s", 2))
+                    emit("extended", body=d["body"])
+                    continue
+                consumer.ack(m)
+                acked += 1
+                emit("acked", body=d["body"], message_id=d["message_id"])
+        emit("done", acked=acked)
+    finally:
+        consumer.shutdown()
+
+
+class Listener(MessageListener):
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.fail_first = spec.get("fail_first", 0)
+        self.always_fail = set(spec.get("always_fail", []))
+        self.seen: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def consume(self, message: Message) -> ConsumeResult:
+        d = describe(message)
+        emit("received", **d)
+        with self.lock:
+            self.seen[d["message_id"]] = self.seen.get(d["message_id"], 0) + 1
+            n = self.seen[d["message_id"]]
+        if d["body"] in self.always_fail or n <= self.fail_first:
+            return ConsumeResult.FAILURE
+        return ConsumeResult.SUCCESS
+
+
+def push_consume(spec: dict[str, Any]) -> None:
+    stop = stdin_closed()
+    consumer = PushConsumer(
+        config(spec),
+        spec["group"],
+        Listener(spec),
+        {spec["topic"]: FilterExpression(spec.get("expression", "*"))},
+    )
+    consumer.startup()
+    try:
+        emit("ready")
+        stop.wait(spec.get("timeout", 120))
+    finally:
+        consumer.shutdown()
+
+
+ACTIONS = {
+    "produce": produce,
+    "transaction": transaction,
+    "simple_consume": simple_consume,
+    "push_consume": push_consume,
+}
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    try:
+        ACTIONS[spec["action"]](spec)
+    except Exception as e:  # reported to the test, which fails on it
+        emit("error", error=f"{type(e).__name__}: {e}", trace=traceback.format_exc())
+        sys.exit(1)
+    emit("exit_clean")
+
+
+if __name__ == "__main__":
+    main()

@@ -5,6 +5,7 @@ their properties intact."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from helpers import Collector, fast_config, wait_until
 from peerlib import Cluster, Peer, py5
 from rocketpy import ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketpy.admin import Admin
+from rocketpy.errors import ClientError
 
 
 def feature(name: str) -> pytest.MarkDecorator:
@@ -99,3 +101,173 @@ def test_a_simple_consumer_receives_what_rocketpy_sent(
             [1, 2] if body in ("r-2", "r-3") else [1]
         ), body
     assert len(by_body["r-2"]) == 2 and len(by_body["r-3"]) == 2, "held ones come back"
+
+
+def group(cluster: Cluster, name: str, **settings: object) -> None:
+    """Creates consumer group ``name`` on the broker with RocketMQ's settings."""
+    with Admin(cluster.namesrv) as admin:
+        admin.update_subscription_group(cluster.broker, {"groupName": name, **settings})
+
+
+def pulled(cluster: Cluster, topic: str) -> list[str]:
+    """Every body stored in ``topic`` (read with pulls, as mqadmin does; none while it does not
+    exist)."""
+    out = []
+    with Admin(cluster.namesrv) as admin:
+        try:
+            queues = admin.topic_stats(topic)
+        except ClientError:
+            return []
+        for mq in queues:
+            out.extend(m.body.decode() for m in admin.pull_messages(mq, 0, 64))
+    return sorted(out)
+
+
+@feature("push consumer: consume, retry on failure")
+def test_a_push_consumer_consumes_and_retries(cluster5: Cluster, peers: list[Peer], tmp_path: Path):
+    topic = "Py5Push"
+    create(cluster5, topic)
+    c = py5(
+        peers, tmp_path, action="push_consume", endpoint=cluster5.grpc, group="py5-push",
+        topic=topic, fail_first=1, timeout=120,
+    )  # fmt: skip
+    assert c.wait_for("ready")
+    with Producer("to-py5-push", cluster5.namesrv) as p:
+        for i in range(5):
+            p.send(Message(topic, f"p-{i}".encode()))
+    received = c.wait_for("received", 10, timeout=60)
+    events = c.finish()
+    deliveries: dict[str, list[int]] = {}
+    for e in [e for e in events if e["event"] == "received"]:
+        deliveries.setdefault(e["body"], []).append(e["delivery_attempt"])
+    assert len(received) >= 10
+    assert deliveries == {f"p-{i}": [1, 2] for i in range(5)}, "each failed once, then retried"
+
+
+@feature("FIFO: message groups in order through a held queue")
+def test_fifo_message_groups_arrive_in_order(cluster5: Cluster, peers: list[Peer], tmp_path: Path):
+    topic, grp = "Py5Fifo", "py5-fifo"
+    create(cluster5, topic, queues=4)
+    group(cluster5, grp, consumeMessageOrderly=True)
+    for g in ("A", "B", "C"):
+        p = py5(
+            peers, tmp_path, action="produce", endpoint=cluster5.grpc, topic=topic, count=6,
+            message_group=g, prefix=g,
+        )  # fmt: skip
+        p.finish()
+    c = py5(
+        peers, tmp_path, action="push_consume", endpoint=cluster5.grpc, group=grp, topic=topic,
+        fail_first=1, timeout=120,
+    )  # fmt: skip
+    c.wait_for("received", 36, timeout=90)
+    events = c.finish()
+    by_group: dict[str, list[str]] = {}
+    for e in [e for e in events if e["event"] == "received"]:
+        assert e["message_group"] == e["body"].split("-")[0]
+        by_group.setdefault(e["message_group"], []).append(e["body"])
+    for g, bodies in by_group.items():
+        # Each message fails once and is retried before the next of its group is delivered.
+        expected = [b for i in range(6) for b in (f"{g}-{i}", f"{g}-{i}")]
+        assert bodies == expected, g
+
+
+@feature("transactions: commit, rollback, orphaned ones resolved by the checker")
+def test_transactions_commit_roll_back_and_answer_checks(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    topic = "Py5Tx"
+    create(cluster5, topic)
+    p = py5(
+        peers, tmp_path, action="transaction", endpoint=cluster5.grpc, topic=topic,
+        outcomes=["commit", "rollback", "unknown", "unknown"], checker="commit", prefix="tx",
+        timeout=90,
+    )  # fmt: skip
+    assert len(p.wait_for("sent", 4)) == 4
+    checked = p.wait_for("checked", 2, timeout=60)
+    assert sorted(e["body"] for e in checked) == ["tx-2", "tx-3"]
+    assert wait_until(lambda: pulled(cluster5, topic) == ["tx-0", "tx-2", "tx-3"], timeout=30)
+    p.finish()
+
+
+@feature("retries end in the group's dead-letter queue")
+def test_a_message_that_always_fails_goes_to_the_dlq(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    topic, grp = "Py5Dlq", "py5-dlq"
+    create(cluster5, topic)
+    group(cluster5, grp, retryMaxTimes=1)
+    c = py5(
+        peers, tmp_path, action="push_consume", endpoint=cluster5.grpc, group=grp, topic=topic,
+        always_fail=["d-1"], timeout=120,
+    )  # fmt: skip
+    assert c.wait_for("ready")
+    with Producer("to-py5-dlq", cluster5.namesrv) as p:
+        for i in range(3):
+            p.send(Message(topic, f"d-{i}".encode()))
+    assert wait_until(lambda: pulled(cluster5, f"%DLQ%{grp}") == ["d-1"], timeout=60)
+    events = c.finish()
+    attempts = [
+        e["delivery_attempt"] for e in events if e["event"] == "received" and e["body"] == "d-1"
+    ]
+    assert attempts == [1, 2], "two deliveries (retryMaxTimes 1), then the DLQ"
+
+
+@feature("delay messages delivered at their time")
+def test_delay_messages_wait_for_their_delivery_time(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    topic = "Py5Delay"
+    create(cluster5, topic)
+    started = time.time()
+    p = py5(
+        peers, tmp_path, action="produce", endpoint=cluster5.grpc, topic=topic, count=3,
+        delay_s=3, prefix="later",
+    )  # fmt: skip
+    p.finish()
+    assert pulled(cluster5, topic) == [], "held until the delivery time"
+    c = py5(
+        peers, tmp_path, action="simple_consume", endpoint=cluster5.grpc, group="py5-delay",
+        topic=topic, count=3, await_s=5, timeout=60,
+    )  # fmt: skip
+    events = c.finish(timeout=90)
+    received = [e for e in events if e["event"] == "received"]
+    assert sorted(e["body"] for e in received) == ["later-0", "later-1", "later-2"]
+    for e in received:
+        assert e["delivery_timestamp"] is not None
+        assert e["delivery_timestamp"] >= int(started) * 1000 + 2000
+    assert time.time() - started >= 2.5, "not before the delivery time"
+
+
+@feature("one message to one consumer at a time; pop and 4.x groups side by side")
+def test_two_simple_consumers_share_messages_beside_a_4x_group(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    topic = "Py5Share"
+    create(cluster5, topic)
+    got = Collector()
+    four = PushConsumer(
+        "py5-share-4x",
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        client_config=fast_config(cluster5.namesrv),
+    )
+    four.subscribe(topic)
+    four.register_listener(got)
+    four.start()
+    try:
+        with Producer("to-py5-share", cluster5.namesrv) as p:
+            for i in range(40):
+                p.send(Message(topic, f"s-{i}".encode()))
+        spec = dict(
+            action="simple_consume", endpoint=cluster5.grpc, group="py5-share", topic=topic,
+            count=40, invisible_s=30, batch=4, await_s=2, timeout=10,
+        )  # fmt: skip
+        consumers = [py5(peers, tmp_path / str(i), **spec) for i in range(2)]
+        acked = [
+            [e["body"] for e in c.finish(timeout=60) if e["event"] == "acked"] for c in consumers
+        ]
+        assert wait_until(lambda: len(got.messages) >= 40, timeout=60)
+    finally:
+        four.shutdown()
+    assert sorted(acked[0] + acked[1]) == sorted(f"s-{i}" for i in range(40)), "each once"
+    assert acked[0] and acked[1], "both consumers got some"
+    assert sorted(m.body.decode() for m in got.messages) == sorted(f"s-{i}" for i in range(40))

@@ -78,6 +78,8 @@ rocketpy_protocol::config_struct! {
         metrics_label: String = String::new() => "metricsLabel",
         /// Port of a gRPC endpoint for 5.x clients in this process (RocketMQ proxy's key, 8081 there): -1 none, 0 a free port; needs namesrvAddr.
         grpc_server_port: i32 = -1 => "grpcServerPort",
+        /// Furthest ahead a timer message (TIMER_DELIVER_MS / TIMER_DELAY_*) may be delivered, seconds.
+        timer_max_delay_sec: i64 = 259_200 => "timerMaxDelaySec",
         /// Shortest invisible time a 5.x client's receive may ask for, ms (RocketMQ proxy's key).
         min_invisible_time_mills_for_recv: i64 = 10_000 => "minInvisibleTimeMillsForRecv",
     }

@@ -19,6 +19,7 @@ pub mod register;
 pub mod stats;
 pub mod subscription;
 pub mod subscription_group;
+pub mod timer;
 pub mod topic_config;
 pub mod transaction;
 
@@ -63,6 +64,8 @@ pub struct BrokerInner {
     pub hold: Arc<PullHoldService>,
     /// Pop consumption: checkpoints, revivals, FIFO holds, waiting pops.
     pub pop: Arc<pop::PopService>,
+    /// Timer messages waiting for their delivery time.
+    pub timer: timer::TimerService,
     /// Client for name servers.
     pub namesrv: RemotingClient,
     /// `ip:port` advertised to name servers and clients.
@@ -345,6 +348,7 @@ impl Broker {
             locks,
             hold,
             pop,
+            timer: timer::TimerService::default(),
             register_now: Notify::new(),
             ha: ha_service,
             ha_addr,
@@ -407,6 +411,7 @@ impl Broker {
         tasks.push(tokio::spawn(sample_stats(inner.clone())));
         if is_master {
             tasks.push(tokio::spawn(revive_loop(inner.clone())));
+            tasks.push(tokio::spawn(timer::timer_loop(inner.clone())));
         }
         let housekeeping = inner.clone();
         tasks.push(tokio::spawn(async move {

@@ -77,11 +77,18 @@ pub fn process(
         .as_ref()
         .and_then(|_| items.first())
         .map(|first| labels::message_type(&first.properties, prepared));
-    let msgs: Vec<MessageToStore> = items
+    let mut msgs: Vec<MessageToStore> = items
         .into_iter()
         .map(|item| message(broker, conn, &h, (&topic, queue_id), item))
         .map(|msg| if prepared { half::to_half(msg) } else { msg })
         .collect();
+    if !prepared && !batch {
+        // A 5.x timer message waits in the timer topic (a half message's timer starts when
+        // its transaction commits).
+        for msg in &mut msgs {
+            crate::timer::redirect(broker, msg)?;
+        }
+    }
     let appended = broker
         .store
         .put_messages_nowait(&msgs)

@@ -69,9 +69,16 @@ pub fn end_transaction(
     }
     let mut msgs = Vec::with_capacity(2);
     if outcome == sys_flag::TRANSACTION_COMMIT_TYPE {
-        let Some(visible) = messages::committed(&half) else {
+        let Some(mut visible) = messages::committed(&half) else {
             return Err(refused("the half message has no REAL_TOPIC / REAL_QID"));
         };
+        if crate::timer::redirect(broker, &mut visible).is_err() {
+            // A delivery time the broker no longer accepts: the message is delivered now.
+            tracing::debug!(
+                offset = half.queue_offset,
+                "committed timer message delivered at once"
+            );
+        }
         msgs.push(visible);
     }
     msgs.push(messages::op(

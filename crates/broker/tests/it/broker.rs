@@ -51,7 +51,7 @@ fn v2_fields<'a>(
     ]
 }
 
-fn pull(w: &mut Wire, topic: &str, queue: &str, offset: &str) -> crate::wire::Frame {
+pub fn pull(w: &mut Wire, topic: &str, queue: &str, offset: &str) -> crate::wire::Frame {
     w.call(
         PULL_MESSAGE,
         &[

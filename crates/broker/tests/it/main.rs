@@ -9,6 +9,7 @@ mod namesrv;
 mod pop;
 mod registration;
 mod relay;
+mod timer;
 mod transaction;
 mod vip;
 mod wire;
@@ -95,9 +96,16 @@ impl Servers {
     /// Stops the broker (as a clean shutdown does) and starts it again on the same store; it
     /// listens on a new port.
     pub fn restart_broker(&mut self) {
+        self.restart_broker_after(|_| {});
+    }
+
+    /// [`Servers::restart_broker`], running `between` on the store directory while the broker
+    /// is down (to make it look as a crash left it).
+    pub fn restart_broker_after(&mut self, between: impl FnOnce(&std::path::Path)) {
         if let Some(broker) = self.broker.take() {
             self.rt.block_on(broker.shutdown()).unwrap();
         }
+        between(self._store.path());
         self.broker = Some(
             self.rt
                 .block_on(Broker::start(self.settings.clone()))

@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test compat-py5 bench bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test compat-py5 bench bench-grpc bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -129,6 +129,12 @@ bench-peers: install
 	    $$APT update -qq && DEBIAN_FRONTEND=noninteractive $$APT install -y -qq nats-server redis-server; }
 	$(BIN)/python -m pip install --quiet $(PEER_CLIENTS)
 	$(BIN)/python -m benches.peers
+
+# RocketMQ 5.x clients: the official 5.x Python client through the broker's gRPC endpoint next
+# to rocketpy's 4.x client on the same broker, send and receive+ack, alternating rounds;
+# about 2 minutes.
+bench-grpc: install compat-py5
+	$(BIN)/python -m benches.grpc
 
 # Topic scale (100 / 1,000 / 10,000 topics): creation, first send, route lookup, heartbeat,
 # broker RSS and disk blocks; about 5 minutes. LEVELS=100,1000 for a shorter run.

@@ -12,7 +12,6 @@ use parking_lot::Mutex;
 use rocketpy_protocol::body::{fastjson, HeartbeatData, ProducerData};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::GetSubscriptionGroupConfigRequestHeader;
-use rocketpy_protocol::RemotingCommand;
 use tokio::sync::mpsc;
 
 use crate::convert::{duration, wrap, MAX_BODY_SIZE};
@@ -176,7 +175,7 @@ pub async fn group_settings(
     let Some((_, addr)) = masters.first() else {
         return Ok(settings);
     };
-    let req = RemotingCommand::request(request::GET_SUBSCRIPTIONGROUP_CONFIG).with_header(
+    let req = crate::remoting_request(request::GET_SUBSCRIPTIONGROUP_CONFIG).with_header(
         &GetSubscriptionGroupConfigRequestHeader {
             group: group.to_owned(),
         },
@@ -291,7 +290,7 @@ pub async fn heartbeat_producers(proxy: &Arc<ProxyInner>) {
             continue;
         };
         for (_, addr) in masters {
-            let req = RemotingCommand::request(request::HEART_BEAT).with_body(json.clone());
+            let req = crate::remoting_request(request::HEART_BEAT).with_body(json.clone());
             if let Err(e) = proxy
                 .remoting
                 .invoke(&addr, req, proxy.config.remoting_timeout)

@@ -14,7 +14,6 @@ use rocketpy_protocol::header::{
 use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{decode_all, RecordView};
 use rocketpy_protocol::subscription::tags_of;
-use rocketpy_protocol::RemotingCommand;
 
 use crate::clients::group_settings;
 use crate::context::Context;
@@ -226,7 +225,7 @@ async fn pop(
         order: Some(fifo),
         attempt_id: req.attempt_id.clone(),
     };
-    let request = RemotingCommand::request(request::POP_MESSAGE).with_header(&header);
+    let request = crate::remoting_request(request::POP_MESSAGE).with_header(&header);
     let wait = Duration::from_millis(poll.max(0) as u64) + cfg.remoting_timeout;
     let resp = proxy.remoting.invoke(&addr, request, wait).await?;
     match resp.code {
@@ -351,7 +350,7 @@ async fn ack_one(
         extra_info: handle.extra_info.clone(),
         offset: handle.queue_offset,
     };
-    let req = RemotingCommand::request(request::ACK_MESSAGE).with_header(&header);
+    let req = crate::remoting_request(request::ACK_MESSAGE).with_header(&header);
     let resp = proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -439,7 +438,7 @@ pub async fn change_invisible(
             invisible_time: ms,
         };
         let req =
-            RemotingCommand::request(request::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header);
+            crate::remoting_request(request::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header);
         let resp = proxy
             .remoting
             .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -483,7 +482,7 @@ async fn forward_to_dlq(
         unit_mode: Some(false),
         max_reconsume_times: Some(0),
     };
-    let req = RemotingCommand::request(request::CONSUMER_SEND_MSG_BACK).with_header(&header);
+    let req = crate::remoting_request(request::CONSUMER_SEND_MSG_BACK).with_header(&header);
     let resp = proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)

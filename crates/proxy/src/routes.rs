@@ -10,7 +10,6 @@ use rocketpy_protocol::body::{fastjson, TopicRouteData};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::header::GetRouteInfoRequestHeader;
-use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::RemotingClient;
 
 use crate::pb::{self, Code};
@@ -184,7 +183,7 @@ impl Routes {
     async fn fetch(&self, topic: &str) -> Result<TopicRouteData, ProxyError> {
         let mut last = ProxyError::new(Code::InternalServerError, "no name server configured");
         for addr in &self.namesrv {
-            let req = RemotingCommand::request(request::GET_ROUTEINFO_BY_TOPIC).with_header(
+            let req = crate::remoting_request(request::GET_ROUTEINFO_BY_TOPIC).with_header(
                 &GetRouteInfoRequestHeader {
                     topic: topic.to_owned(),
                 },

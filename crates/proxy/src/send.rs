@@ -9,7 +9,6 @@ use rocketpy_protocol::message::batch::encode_batch_item;
 use rocketpy_protocol::message::java_hash::java_string_hash;
 use rocketpy_protocol::message::record::parse_offset_msg_id;
 use rocketpy_protocol::topic::AUTO_CREATE_TOPIC_KEY_TOPIC;
-use rocketpy_protocol::RemotingCommand;
 
 use crate::context::Context;
 use crate::convert::{outgoing, Outgoing};
@@ -109,7 +108,7 @@ async fn send(
         broker_name: Some(queue.broker_name.clone()),
     };
     let request = if msgs.len() == 1 {
-        RemotingCommand::request(request::SEND_MESSAGE_V2)
+        crate::remoting_request(request::SEND_MESSAGE_V2)
             .with_header(&header)
             .with_body(first.body.clone())
     } else {
@@ -118,7 +117,7 @@ async fn send(
             encode_batch_item(&mut body, 0, &m.body, &m.properties)
                 .map_err(|e| ProxyError::new(Code::BadRequest, e))?;
         }
-        RemotingCommand::request(request::SEND_BATCH_MESSAGE)
+        crate::remoting_request(request::SEND_BATCH_MESSAGE)
             .with_header(&header)
             .with_body(body)
     };

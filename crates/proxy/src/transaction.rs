@@ -90,7 +90,7 @@ pub async fn end_transaction(
             msg_id: Some(req.message_id.clone()),
             transaction_id: Some(req.message_id.clone()),
         };
-        let request = RemotingCommand::request(request::END_TRANSACTION).with_header(&header);
+        let request = crate::remoting_request(request::END_TRANSACTION).with_header(&header);
         proxy
             .remoting
             .invoke_oneway(&id.broker_addr, request)

@@ -1,0 +1,122 @@
+"""The gRPC side of ``benches.grpc``, run with the Python of the ``make compat-py5`` venv: the
+official RocketMQ 5.x Python client sending or receiving+acking from ``threads`` threads for
+``seconds``, or (``send_stub``) the client package's generated gRPC stub sending with
+``inflight`` calls in flight on asyncio — the protocol without the client's own Python work,
+so the server, not the client, sets the pace. Prints one JSON line with what it did.
+
+    python py5_side.py '{"action": "send"|"receive"|"send_stub", "endpoint": ..., ...}'
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+from rocketmq import (
+    ClientConfiguration,
+    Credentials,
+    FilterExpression,
+    Message,
+    Producer,
+    SimpleConsumer,
+)
+
+
+def run_threads(n: int, seconds: float, work) -> tuple[int, float]:  # type: ignore[no-untyped-def]
+    count = [0] * n
+    stop = time.monotonic() + seconds
+    started = time.monotonic()
+
+    def loop(i: int) -> None:
+        while time.monotonic() < stop:
+            count[i] += work()
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(count), time.monotonic() - started
+
+
+def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
+    import asyncio
+    import uuid
+
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+
+    import grpc
+
+    async def run() -> tuple[int, float]:
+        md = (("x-mq-client-id", f"bench-stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
+        body = b"x" * spec.get("size", 100)
+        async with grpc.aio.insecure_channel(spec["endpoint"]) as channel:
+            stub = sg.MessagingServiceStub(channel)
+            count = 0
+            stop = time.monotonic() + spec["seconds"]
+
+            async def worker() -> None:
+                nonlocal count
+                while time.monotonic() < stop:
+                    props = d.SystemProperties(
+                        message_id=uuid.uuid4().hex.upper(),
+                        body_encoding=d.IDENTITY,
+                        message_type=d.NORMAL,
+                    )
+                    m = d.Message(topic=d.Resource(name=spec["topic"]), body=body,
+                                  system_properties=props)  # fmt: skip
+                    r = await stub.SendMessage(s.SendMessageRequest(messages=[m]), metadata=md)
+                    if r.status.code != d.OK:
+                        raise SystemExit(f"send failed: {r.status}")
+                    count += 1
+
+            started = time.monotonic()
+            await asyncio.gather(*[worker() for _ in range(spec["inflight"])])
+            return count, time.monotonic() - started
+
+    return asyncio.run(run())
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    if spec["action"] == "send_stub":
+        n, elapsed = send_stub(spec)
+        print(json.dumps({"count": n, "seconds": elapsed}), flush=True)
+        return
+    config = ClientConfiguration(spec["endpoint"], Credentials(), "", 10)
+    body = b"x" * spec.get("size", 100)
+    if spec["action"] == "send":
+        producer = Producer(config, (spec["topic"],))
+        producer.startup()
+
+        def send() -> int:
+            m = Message()
+            m.topic = spec["topic"]
+            m.body = body
+            producer.send(m)
+            return 1
+
+        send()  # warm the route and connection
+        n, elapsed = run_threads(spec["threads"], spec["seconds"], send)
+        producer.shutdown()
+    else:
+        consumer = SimpleConsumer(config, spec["group"], {spec["topic"]: FilterExpression("*")}, 2)
+        consumer.startup()
+
+        def receive() -> int:
+            got = consumer.receive(32, 30)
+            for m in got:
+                consumer.ack(m)
+            return len(got)
+
+        n, elapsed = run_threads(spec["threads"], spec["seconds"], receive)
+        consumer.shutdown()
+    print(json.dumps({"count": n, "seconds": elapsed}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

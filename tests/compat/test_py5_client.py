@@ -30,6 +30,8 @@ def cluster5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     c = Cluster(
         tmp_path_factory.mktemp("compat5") / "store",
         "--set", "transactionTimeOut=1000", "--set", "transactionCheckInterval=1000",
+        # Push consumers' invisible time (renewed while they work): short, to see renewal.
+        "--set", "defaultInvisibleTimeMills=3000",
         grpc=True,
     )  # fmt: skip
     yield c
@@ -289,3 +291,21 @@ def test_our_protocol_file_matches_the_clients_descriptors():
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["compared"] > 300
     assert result["differences"] == []
+
+
+@feature("push consumer: invisible time renewed while the listener works")
+def test_a_slow_listener_keeps_its_message(cluster5: Cluster, peers: list[Peer], tmp_path: Path):
+    topic = "Py5Slow"
+    create(cluster5, topic)
+    c = py5(
+        peers, tmp_path, action="push_consume", endpoint=cluster5.grpc, group="py5-slow",
+        topic=topic, slow_s=8, timeout=60,
+    )  # fmt: skip
+    assert c.wait_for("ready")
+    with Producer("to-py5-slow", cluster5.namesrv) as p:
+        p.send(Message(topic, b"slow-0"))
+    assert c.wait_for("consumed", 1, timeout=40)
+    time.sleep(4)  # a redelivery would show by now
+    events = c.finish()
+    received = [e for e in events if e["event"] == "received"]
+    assert [e["body"] for e in received] == ["slow-0"], "8 s of work, 3 s invisible: renewed"

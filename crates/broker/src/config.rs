@@ -80,6 +80,8 @@ rocketpy_protocol::config_struct! {
         grpc_server_port: i32 = -1 => "grpcServerPort",
         /// Furthest ahead a timer message (TIMER_DELIVER_MS / TIMER_DELAY_*) may be delivered, seconds.
         timer_max_delay_sec: i64 = 259_200 => "timerMaxDelaySec",
+        /// Invisible time of 5.x receives that ask for none (push consumers), renewed until acked, ms.
+        default_invisible_time_mills: i64 = 60_000 => "defaultInvisibleTimeMills",
         /// Shortest invisible time a 5.x client's receive may ask for, ms (RocketMQ proxy's key).
         min_invisible_time_mills_for_recv: i64 = 10_000 => "minInvisibleTimeMillsForRecv",
     }

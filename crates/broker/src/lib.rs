@@ -153,6 +153,7 @@ async fn start_proxy(inner: &Arc<BrokerInner>) -> Result<Option<rocketpy_proxy::
         bind_address: cfg.bind_address.clone(),
         grpc_server_port: port,
         min_invisible_time_ms: cfg.min_invisible_time_mills_for_recv,
+        default_invisible_time_ms: cfg.default_invisible_time_mills,
         ..rocketpy_proxy::ProxyConfig::default()
     };
     let proxy = rocketpy_proxy::Proxy::start(config).await.map_err(|e| {

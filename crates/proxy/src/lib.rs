@@ -14,6 +14,7 @@ pub mod context;
 pub mod convert;
 pub mod handle;
 pub mod receive;
+pub mod renew;
 pub mod routes;
 pub mod send;
 pub mod server;
@@ -98,6 +99,8 @@ pub struct ProxyInner {
     pub routes: routes::Routes,
     /// Connected clients: settings and telemetry streams.
     pub clients: clients::Clients,
+    /// Received messages whose invisible time the proxy extends (push consumers).
+    pub renewals: renew::Renewals,
     next_queue: AtomicUsize,
 }
 
@@ -123,6 +126,7 @@ impl ProxyInner {
                 ),
                 remoting,
                 clients: clients::Clients::default(),
+                renewals: renew::Renewals::default(),
                 next_queue: AtomicUsize::new(0),
                 config,
             }

@@ -174,6 +174,9 @@ async fn pop(
             (gs.fifo, gs.retry_max_times + 1)
         }
     };
+    // A receive asking for renewal (push consumers) names no invisible time: the proxy's
+    // default, extended until the message is acked (see `renew`).
+    let renew = req.auto_renew;
     let invisible = match (&req.invisible_duration, req.auto_renew) {
         (Some(d), false) => {
             let ms = duration_ms(d);
@@ -285,6 +288,10 @@ async fn pop(
             forward_to_dlq(proxy, &group, &topic, &handle, &message_id_of(v)).await?;
             continue;
         }
+        if renew {
+            let key = (ctx.client_id.clone(), group.clone(), message_id_of(v));
+            proxy.renewals.add(key, &topic, &handle_text);
+        }
         out.push(incoming(v, &topic_res, Some(handle_text), Some(attempt)));
     }
     Ok(out)
@@ -382,12 +389,18 @@ fn valid_handle(text: &str) -> Result<ReceiptHandle, ProxyError> {
 
 /// Handles AckMessage: each entry on its own; the response's status is theirs when they
 /// agree, MULTIPLE_RESULTS when not.
-pub async fn ack(proxy: &ProxyInner, req: pb::AckMessageRequest) -> pb::AckMessageResponse {
+pub async fn ack(
+    proxy: &ProxyInner,
+    ctx: &Context,
+    req: pb::AckMessageRequest,
+) -> pb::AckMessageResponse {
     let group = req.group.as_ref().map(wrap).unwrap_or_default();
     let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
     let mut entries = Vec::new();
     for e in req.entries {
-        let result = match valid_handle(&e.receipt_handle) {
+        let key = (ctx.client_id.clone(), group.clone(), e.message_id.clone());
+        let latest = proxy.renewals.take(&key, &e.receipt_handle);
+        let result = match valid_handle(&latest) {
             Ok(handle) => ack_one(proxy, &group, &topic, &handle).await,
             Err(err) => Err(err),
         };
@@ -415,12 +428,16 @@ pub async fn ack(proxy: &ProxyInner, req: pb::AckMessageRequest) -> pb::AckMessa
 /// Handles ChangeInvisibleDuration; the answer carries the message's new handle.
 pub async fn change_invisible(
     proxy: &ProxyInner,
+    ctx: &Context,
     req: pb::ChangeInvisibleDurationRequest,
 ) -> pb::ChangeInvisibleDurationResponse {
     let answer = async {
         let group = req.group.as_ref().map(wrap).unwrap_or_default();
         let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
-        let handle = valid_handle(&req.receipt_handle)?;
+        // The client chose the message's visibility: no more renewal.
+        let key = (ctx.client_id.clone(), group.clone(), req.message_id.clone());
+        let latest = proxy.renewals.take(&key, &req.receipt_handle);
+        let handle = valid_handle(&latest)?;
         let ms = req.invisible_duration.as_ref().map_or(0, duration_ms);
         if ms < 0 || ms > proxy.config.max_invisible_time_ms {
             return Err(ProxyError::new(
@@ -496,11 +513,14 @@ async fn forward_to_dlq(
 /// Handles ForwardMessageToDeadLetterQueue.
 pub async fn forward_dlq(
     proxy: &ProxyInner,
+    ctx: &Context,
     req: pb::ForwardMessageToDeadLetterQueueRequest,
 ) -> pb::ForwardMessageToDeadLetterQueueResponse {
     let group = req.group.as_ref().map(wrap).unwrap_or_default();
     let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
-    let result = match valid_handle(&req.receipt_handle) {
+    let key = (ctx.client_id.clone(), group.clone(), req.message_id.clone());
+    let latest = proxy.renewals.take(&key, &req.receipt_handle);
+    let result = match valid_handle(&latest) {
         Ok(handle) => forward_to_dlq(proxy, &group, &topic, &handle, &req.message_id).await,
         Err(e) => Err(e),
     };

@@ -50,6 +50,7 @@ impl Proxy {
                 tracing::error!(error = %e, "the gRPC server stopped");
             }
         });
+        let renewing = tokio::spawn(crate::renew::renew_loop(inner.clone(), stopped.clone()));
         let beat = inner.clone();
         let mut beat_stopped = stopped;
         let heartbeat = tokio::spawn(async move {
@@ -67,7 +68,7 @@ impl Proxy {
             inner,
             local_addr,
             stop,
-            tasks: vec![server, heartbeat],
+            tasks: vec![server, heartbeat, renewing],
         })
     }
 

@@ -164,7 +164,7 @@ impl MessagingService for Service {
         };
         let ctx = context_or!(request, failed);
         self.inner.clients.touch(&ctx.client_id);
-        respond(receive::ack(&self.inner, request.into_inner()).await)
+        respond(receive::ack(&self.inner, &ctx, request.into_inner()).await)
     }
 
     async fn forward_message_to_dead_letter_queue(
@@ -172,8 +172,8 @@ impl MessagingService for Service {
         request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Result<Response<pb::ForwardMessageToDeadLetterQueueResponse>, GrpcStatus> {
         let failed = |s| pb::ForwardMessageToDeadLetterQueueResponse { status: Some(s) };
-        let _ctx = context_or!(request, failed);
-        respond(receive::forward_dlq(&self.inner, request.into_inner()).await)
+        let ctx = context_or!(request, failed);
+        respond(receive::forward_dlq(&self.inner, &ctx, request.into_inner()).await)
     }
 
     type PullMessageStream = BoxStream<pb::PullMessageResponse>;
@@ -280,6 +280,7 @@ impl MessagingService for Service {
         let failed = |s| pb::NotifyClientTerminationResponse { status: Some(s) };
         let ctx = context_or!(request, failed);
         self.inner.clients.remove(&ctx.client_id);
+        self.inner.renewals.forget_client(&ctx.client_id);
         respond(pb::NotifyClientTerminationResponse { status: Some(ok()) })
     }
 
@@ -293,7 +294,7 @@ impl MessagingService for Service {
         };
         let ctx = context_or!(request, failed);
         self.inner.clients.touch(&ctx.client_id);
-        respond(receive::change_invisible(&self.inner, request.into_inner()).await)
+        respond(receive::change_invisible(&self.inner, &ctx, request.into_inner()).await)
     }
 
     async fn recall_message(

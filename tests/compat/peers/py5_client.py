@@ -173,6 +173,7 @@ def simple_consume(spec: dict[str, Any]) -> None:
 class Listener(MessageListener):
     def __init__(self, spec: dict[str, Any]) -> None:
         self.fail_first = spec.get("fail_first", 0)
+        self.slow_s = spec.get("slow_s", 0)
         self.always_fail = set(spec.get("always_fail", []))
         self.seen: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -185,6 +186,9 @@ class Listener(MessageListener):
             n = self.seen[d["message_id"]]
         if d["body"] in self.always_fail or n <= self.fail_first:
             return ConsumeResult.FAILURE
+        if self.slow_s and n == 1:
+            time.sleep(self.slow_s)  # longer than the invisible time
+        emit("consumed", body=d["body"])
         return ConsumeResult.SUCCESS
 
 

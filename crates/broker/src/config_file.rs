@@ -15,8 +15,14 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Serialises the writes: two writers of one file (the housekeeping task and a shutdown, say)
+/// would share its `.bak.tmp` and `.tmp` names, and one's rename could find the other's file
+/// gone. Config files are written seldom; one lock for all of them costs nothing.
+static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Writes `content` to `path` atomically, keeping the previous version as `.bak`.
 pub fn persist(path: &Path, content: &[u8]) -> Result<(), StoreError> {
+    let _one_at_a_time = WRITING.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
     }
@@ -72,6 +78,25 @@ pub fn load<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn concurrent_writers_of_one_file_do_not_trip_over_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config").join("x.json");
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let path = &path;
+                s.spawn(move || {
+                    for i in 0..50 {
+                        persist(path, format!("{{\"v\":{}}}", t * 100 + i).as_bytes()).unwrap();
+                    }
+                });
+            }
+        });
+        let parse =
+            |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).map_err(|e| e.to_string());
+        assert!(load(&path, parse).unwrap().is_some());
+    }
 
     #[test]
     fn persist_keeps_backup_and_load_falls_back() {

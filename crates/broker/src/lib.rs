@@ -496,6 +496,13 @@ impl Broker {
         for task in &self.tasks {
             task.abort();
         }
+        // A task stops at its next await: one in the middle of writing a config file (the
+        // housekeeping) finishes that first, so the final writes below come after it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while self.tasks.iter().any(|t| !t.is_finished()) && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         if let Some(m) = &self.metrics_server {
             m.shutdown();
         }

@@ -74,6 +74,9 @@ def read_back(dev: DevServer, results: list[SendResult]) -> dict[str, object]:
         for r in results:
             by_queue[r.message_queue].append(r.queue_offset)
         for mq, offsets in by_queue.items():
+            # A topic the sends created reaches the name server with the broker's next
+            # registration, a moment after the answers.
+            assert wait_until(lambda t=mq.topic: admin.topic_route(t) is not None, timeout=10)
             start, end = min(offsets), max(offsets) + 1
             offset = start
             while offset < end:

@@ -22,6 +22,7 @@ from rocketpy.consumer.push import (
     MessageListener,
     PushConsumer,
 )
+from rocketpy.credentials import SessionCredentials
 from rocketpy.errors import (
     BrokerResponseError,
     ClientError,
@@ -74,6 +75,7 @@ __all__ = [
     "RocketpyError",
     "SendResult",
     "SendStatus",
+    "SessionCredentials",
     "StoreError",
     "StoreFullError",
     "StoreLockedError",

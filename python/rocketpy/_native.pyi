@@ -133,6 +133,7 @@ class RemotingClient:
         request_handler: Callable[[int, Header, bytes, str], None] | None = None,
         connect_timeout_ms: int = 3000,
         direct_connections: int = 4,
+        credentials: tuple[str, str, str | None] | None = None,
     ) -> None: ...
     def invoke(
         self,

@@ -4,6 +4,7 @@ broker, and can avoid slow brokers (send latency fault tolerance)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import logging
@@ -28,6 +29,7 @@ from rocketpy._util import now_millis, unique_ids
 from rocketpy.client.fault import LatencyFaultTolerance
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.route import TopicPublishInfo, publish_info
+from rocketpy.credentials import SessionCredentials, credentials_of
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
 from rocketpy.metrics import METRICS
@@ -130,6 +132,8 @@ class Producer:
         max_message_size: largest body (and largest batch) accepted.
         default_topic_queue_nums: queues of a topic auto-created by a first send.
         instance_name: see :class:`rocketpy.client.instance.ClientConfig`.
+        credentials: the ACL account requests are signed with (``aclEnable`` servers); or
+            ``access_key`` / ``secret_key``.
         auto_batch: let :meth:`send_async` gather messages per queue and send each queue's
             as one request (RocketMQ 5.x ``autoBatch``): messages that arrive while a
             request to their queue is in flight leave together with the next one, in order.
@@ -164,6 +168,9 @@ class Producer:
         default_topic_queue_nums: int = 4,
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
         auto_batch: bool = True,
         batch_max_delay_ms: int = 0,
         batch_max_bytes: int = 32 * 1024,
@@ -189,6 +196,9 @@ class Producer:
         #: Each lane's broker address and queue (what Python needs when a native send fails).
         self._lane_queues: dict[int, tuple[str, MessageQueue]] = {}
         self._config = client_config or ClientConfig(namesrv_addr, instance_name=instance_name)
+        account = credentials_of(credentials, access_key, secret_key)
+        if account is not None:
+            self._config = dataclasses.replace(self._config, credentials=account)
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._lock = threading.Lock()

@@ -76,6 +76,16 @@ rocketpy_protocol::config_struct! {
         metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
         /// Constant labels added to every metric, `k1:v1,k2:v2`.
         metrics_label: String = String::new() => "metricsLabel",
+        /// Whether requests are checked against the ACL file's accounts (RocketMQ 4.x's plain ACL).
+        acl_enable: bool = false => "aclEnable",
+        /// The ACL file (default: conf/plain_acl.yml under rocketmqHome).
+        acl_file: Option<String> = None => "aclFile",
+        /// RocketMQ's home directory (default: $ROCKETMQ_HOME, else the working directory).
+        rocketmq_home: Option<String> = None => "rocketmqHome",
+        /// Account the broker signs its own requests with (name server registration, a slave's sync).
+        access_key: Option<String> = None => "accessKey",
+        /// That account's secret key.
+        secret_key: Option<String> = None => "secretKey",
         /// Port of a gRPC endpoint for 5.x clients in this process (RocketMQ proxy's key, 8081 there): -1 none, 0 a free port; needs namesrvAddr.
         grpc_server_port: i32 = -1 => "grpcServerPort",
         /// Furthest ahead a timer message (TIMER_DELIVER_MS / TIMER_DELAY_*) may be delivered, seconds.
@@ -88,6 +98,20 @@ rocketpy_protocol::config_struct! {
 }
 
 impl BrokerConfig {
+    /// The account of the broker's own requests, when both keys are set.
+    pub fn credentials(&self) -> Option<rocketpy_protocol::signature::Credentials> {
+        match (&self.access_key, &self.secret_key) {
+            (Some(ak), Some(sk)) if !ak.is_empty() && !sk.is_empty() => {
+                Some(rocketpy_protocol::signature::Credentials {
+                    access_key: ak.clone(),
+                    secret_key: sk.clone(),
+                    security_token: None,
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// Name server addresses.
     pub fn namesrv_addrs(&self) -> Vec<String> {
         self.namesrv_addr

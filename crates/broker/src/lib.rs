@@ -24,6 +24,7 @@ pub mod topic_config;
 pub mod transaction;
 
 use std::net::{IpAddr, SocketAddr};
+use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -154,6 +155,7 @@ async fn start_proxy(inner: &Arc<BrokerInner>) -> Result<Option<rocketpy_proxy::
         grpc_server_port: port,
         min_invisible_time_ms: cfg.min_invisible_time_mills_for_recv,
         default_invisible_time_ms: cfg.default_invisible_time_mills,
+        credentials: cfg.credentials(),
         ..rocketpy_proxy::ProxyConfig::default()
     };
     let proxy = rocketpy_proxy::Proxy::start(config).await.map_err(|e| {
@@ -264,10 +266,26 @@ impl Broker {
         let rpc = registry
             .as_mut()
             .map(|r| Arc::new(rocketpy_metrics::rpc::RpcMetrics::register(r)));
+        let acl = match broker_cfg.acl_enable {
+            true => {
+                let path = rocketpy_acl::guard::acl_path(
+                    broker_cfg.acl_file.as_deref(),
+                    broker_cfg.rocketmq_home.as_deref(),
+                );
+                let acl = rocketpy_acl::guard::load(&path, rocketpy_acl::Server::Broker)
+                    .map_err(BrokerError::Config)?;
+                tracing::info!(file = %path.display(), "ACL enabled");
+                Some(acl)
+            }
+            false => None,
+        };
         let table = || {
             let mut table = processor::processor_table(table_slot.clone());
             if let Some(rpc) = &rpc {
                 table.observe(rpc.clone());
+            }
+            if let Some(acl) = &acl {
+                table.guard(Arc::new(rocketpy_acl::guard::AclGuard::new(acl.clone())));
             }
             table
         };
@@ -334,7 +352,10 @@ impl Broker {
             broker_addr: store_host.to_string(),
             store_host,
             namesrv: RemotingClient::new(
-                ClientConfig::default(),
+                ClientConfig {
+                    credentials: settings.broker.credentials(),
+                    ..ClientConfig::default()
+                },
                 None,
                 tokio::runtime::Handle::current(),
             ),
@@ -405,6 +426,13 @@ impl Broker {
                 tokio::spawn(ha::slave::run(inner.clone(), ha_stopped.clone()));
                 tasks.push(tokio::spawn(ha::sync::run(inner.clone(), ha_stopped)));
             }
+        }
+        if let Some(acl) = &acl {
+            tasks.push(tokio::spawn(rocketpy_acl::guard::watch(acl.clone())));
+        } else if !std::net::IpAddr::from_str(&inner.config().bind_address)
+            .is_ok_and(|ip| ip.is_loopback())
+        {
+            tracing::warn!(bind = %inner.config().bind_address, "ACL is off (aclEnable=false) and the broker listens beyond loopback: anyone who reaches its port can create and delete topics, reset offsets and read every message");
         }
         register::register_all(&inner, true).await;
         tasks.push(tokio::spawn(register::registration_loop(inner.clone())));

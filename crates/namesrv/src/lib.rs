@@ -33,6 +33,12 @@ rocketpy_protocol::config_struct! {
         metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
         /// Constant labels added to every metric, `k1:v1,k2:v2`.
         metrics_label: String = String::new() => "metricsLabel",
+        /// Whether requests are checked against the ACL file's accounts (brokers must sign their registrations with an admin account, or be trusted addresses).
+        acl_enable: bool = false => "aclEnable",
+        /// The ACL file (default: conf/plain_acl.yml under rocketmqHome).
+        acl_file: Option<String> = None => "aclFile",
+        /// RocketMQ's home directory (default: $ROCKETMQ_HOME, else the working directory).
+        rocketmq_home: Option<String> = None => "rocketmqHome",
     }
 }
 
@@ -41,6 +47,8 @@ pub struct NameServer {
     server: RemotingServer,
     routes: Arc<RouteInfoManager>,
     scanner: JoinHandle<()>,
+    /// Reads the ACL file again when it changes (`aclEnable`).
+    acl_watch: Option<JoinHandle<()>>,
     metrics_server: Option<rocketpy_metrics::MetricsServer>,
 }
 
@@ -49,6 +57,20 @@ impl NameServer {
     pub async fn start(config: NamesrvConfig) -> rocketpy_remoting::Result<NameServer> {
         let routes = Arc::new(RouteInfoManager::new());
         let mut table = processor::processor_table(routes.clone());
+        let acl = match config.acl_enable {
+            true => {
+                let path = rocketpy_acl::guard::acl_path(
+                    config.acl_file.as_deref(),
+                    config.rocketmq_home.as_deref(),
+                );
+                let acl = rocketpy_acl::guard::load(&path, rocketpy_acl::Server::Namesrv)
+                    .map_err(|e| rocketpy_remoting::RemotingError::Io(std::io::Error::other(e)))?;
+                table.guard(Arc::new(rocketpy_acl::guard::AclGuard::new(acl.clone())));
+                tracing::info!(file = %path.display(), "ACL enabled");
+                Some(acl)
+            }
+            false => None,
+        };
         let exporter = rocketpy_metrics::ExporterSettings {
             exporter_type: config.metrics_exporter_type,
             host: config.metrics_prom_exporter_host.clone(),
@@ -74,6 +96,19 @@ impl NameServer {
             ),
             None => None,
         };
+        let acl_watch = match acl {
+            Some(acl) => Some(tokio::spawn(rocketpy_acl::guard::watch(acl))),
+            None => {
+                if !config
+                    .bind_address
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+                {
+                    tracing::warn!(bind = %config.bind_address, "ACL is off (aclEnable=false) and the name server listens beyond loopback: anyone who reaches its port can register brokers and delete topics");
+                }
+                None
+            }
+        };
         let scan_routes = routes.clone();
         let scanner = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(
@@ -92,6 +127,7 @@ impl NameServer {
             server,
             routes,
             scanner,
+            acl_watch,
             metrics_server,
         })
     }
@@ -114,6 +150,9 @@ impl NameServer {
     /// Stops serving.
     pub async fn shutdown(&self) {
         self.scanner.abort();
+        if let Some(w) = &self.acl_watch {
+            w.abort();
+        }
         if let Some(m) = &self.metrics_server {
             m.shutdown();
         }

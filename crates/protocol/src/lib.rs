@@ -22,6 +22,7 @@ pub mod header;
 pub mod header_binary;
 pub mod header_json;
 pub mod message;
+pub mod signature;
 pub mod subscription;
 pub mod topic;
 

@@ -59,6 +59,9 @@ pub struct ProxyConfig {
     pub max_delay_ms: i64,
     /// Limit on each request to a broker or name server.
     pub remoting_timeout: Duration,
+    /// The account the proxy signs its requests to brokers and name servers with (their
+    /// ACL), if any.
+    pub credentials: Option<rocketpy_protocol::signature::Credentials>,
 }
 
 impl Default for ProxyConfig {
@@ -73,6 +76,7 @@ impl Default for ProxyConfig {
             max_long_polling_ms: 20_000,
             max_delay_ms: 24 * 3600 * 1000,
             remoting_timeout: Duration::from_secs(3),
+            credentials: None,
         }
     }
 }
@@ -113,6 +117,7 @@ impl ProxyInner {
             let remoting = RemotingClient::new(
                 ClientConfig {
                     direct_connections: 0,
+                    credentials: config.credentials.clone(),
                     ..ClientConfig::default()
                 },
                 Some(relay),

@@ -263,12 +263,15 @@ impl RemotingClient {
 
 #[pymethods]
 impl RemotingClient {
+    /// `credentials`, `(access_key, secret_key, security_token)`, signs every request
+    /// (RocketMQ's ACL).
     #[new]
-    #[pyo3(signature = (request_handler=None, connect_timeout_ms=3000, direct_connections=4))]
+    #[pyo3(signature = (request_handler=None, connect_timeout_ms=3000, direct_connections=4, credentials=None))]
     fn new(
         request_handler: Option<Py<PyAny>>,
         connect_timeout_ms: u64,
         direct_connections: usize,
+        credentials: Option<(String, String, Option<String>)>,
     ) -> Self {
         let handler = request_handler.map(|h| {
             Arc::new(PyRequestHandler {
@@ -278,6 +281,13 @@ impl RemotingClient {
         let config = ClientConfig {
             connect_timeout: Duration::from_millis(connect_timeout_ms),
             direct_connections,
+            credentials: credentials.map(|(access_key, secret_key, security_token)| {
+                rocketpy_protocol::signature::Credentials {
+                    access_key,
+                    secret_key,
+                    security_token,
+                }
+            }),
         };
         RemotingClient {
             inner: NativeClient::new(config, handler, runtime().handle().clone()),

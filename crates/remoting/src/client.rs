@@ -10,6 +10,7 @@ use tokio::runtime::Handle;
 use crate::connection::{Connection, ConnectionConfig, Reply, RequestHandler};
 use crate::direct::DirectPool;
 use crate::error::{RemotingError, Result};
+use rocketpy_protocol::signature::Credentials;
 use rocketpy_protocol::RemotingCommand;
 
 /// Client settings.
@@ -20,6 +21,8 @@ pub struct ClientConfig {
     /// Connections per address for blocking requests made in the caller's thread
     /// ([`RemotingClient::direct`]); 0 sends every request through the shared connection.
     pub direct_connections: usize,
+    /// An account to sign every request with (RocketMQ's ACL), if any.
+    pub credentials: Option<Credentials>,
 }
 
 impl Default for ClientConfig {
@@ -27,6 +30,7 @@ impl Default for ClientConfig {
         ClientConfig {
             connect_timeout: Duration::from_secs(3),
             direct_connections: 4,
+            credentials: None,
         }
     }
 }
@@ -74,7 +78,11 @@ impl RemotingClient {
             inner: Arc::new(Inner {
                 slots: Mutex::new(HashMap::new()),
                 handler: handler.unwrap_or_else(|| Arc::new(Unsupported)),
-                direct: DirectPool::new(config.connect_timeout, config.direct_connections),
+                direct: DirectPool::new(
+                    config.connect_timeout,
+                    config.direct_connections,
+                    config.credentials.clone(),
+                ),
                 config,
                 runtime,
             }),
@@ -124,9 +132,10 @@ impl RemotingClient {
     pub async fn invoke(
         &self,
         addr: &str,
-        request: RemotingCommand,
+        mut request: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand> {
+        self.sign(&mut request);
         let started = tokio::time::Instant::now();
         let conn = tokio::time::timeout(timeout, self.connection(addr))
             .await
@@ -141,6 +150,7 @@ impl RemotingClient {
     /// Sends `request` to `addr` marked oneway; no response is awaited.
     pub async fn invoke_oneway(&self, addr: &str, mut request: RemotingCommand) -> Result<()> {
         request.mark_oneway();
+        self.sign(&mut request);
         self.connection(addr).await?.send(&request).await
     }
 
@@ -159,6 +169,14 @@ impl RemotingClient {
         self.inner.runtime.spawn(async move {
             callback(client.invoke(&addr, request, timeout).await);
         });
+    }
+
+    /// Signs `request` with the client's account, if it has one (the last change before it
+    /// is encoded: the signature covers every field).
+    pub fn sign(&self, request: &mut RemotingCommand) {
+        if let Some(c) = &self.inner.config.credentials {
+            c.sign(request);
+        }
     }
 
     /// Connections for blocking requests in the caller's thread (see [`crate::direct`]);

@@ -26,6 +26,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use rocketpy_protocol::signature::Credentials;
 use rocketpy_protocol::{frame, RemotingCommand};
 
 use crate::error::{RemotingError, Result};
@@ -46,6 +47,8 @@ pub struct DirectPool {
     state: Mutex<PoolState>,
     connect_timeout: Duration,
     max_per_addr: usize,
+    /// The client's account: requests are signed with it before they are written.
+    credentials: Option<Credentials>,
 }
 
 #[derive(Default)]
@@ -83,11 +86,16 @@ pub struct DirectConnection<'a> {
 impl DirectPool {
     /// A pool of at most `max_per_addr` connections per address (0: never any), each
     /// connecting within `connect_timeout`.
-    pub fn new(connect_timeout: Duration, max_per_addr: usize) -> Self {
+    pub fn new(
+        connect_timeout: Duration,
+        max_per_addr: usize,
+        credentials: Option<Credentials>,
+    ) -> Self {
         DirectPool {
             state: Mutex::new(PoolState::default()),
             connect_timeout,
             max_per_addr,
+            credentials,
         }
     }
 
@@ -212,6 +220,16 @@ impl DirectConnection<'_> {
             return Err(RemotingError::ConnectionClosed(self.addr.clone()));
         };
         let deadline = Instant::now() + timeout;
+        let signed;
+        let request = match &self.pool.credentials {
+            Some(c) => {
+                let mut copy = request.clone();
+                c.sign(&mut copy);
+                signed = copy;
+                &signed
+            }
+            None => request,
+        };
         let out = conn.round_trip(request, deadline, &self.addr, timeout, &mut poll);
         if out.is_err() {
             self.conn = None;

@@ -20,7 +20,7 @@ pub use connection::{BoxFuture, Connection, Reply, RequestHandler};
 pub use direct::{DirectConnection, DirectPool};
 pub use error::{RemotingError, Result};
 pub use processor::{
-    ProcessError, ProcessResult, ProcessorTable, RequestObserver, RequestOutcome, RequestProcessor,
-    RequestRecord,
+    ProcessError, ProcessResult, ProcessorTable, RequestGuard, RequestObserver, RequestOutcome,
+    RequestProcessor, RequestRecord,
 };
 pub use server::{RemotingServer, ServerConfig};

@@ -102,12 +102,20 @@ pub trait RequestObserver: Send + Sync + 'static {
     fn observe(&self, record: RequestRecord);
 }
 
+/// Decides, before its processor runs, whether a request may be served (ACL): `Err` is the
+/// refusal sent instead.
+pub trait RequestGuard: Send + Sync + 'static {
+    /// Checks one request.
+    fn check(&self, conn: &Arc<Connection>, request: &RemotingCommand) -> Result<(), ProcessError>;
+}
+
 /// Request code -> processor, plus a close listener.
 #[derive(Default, Clone)]
 pub struct ProcessorTable {
     processors: HashMap<i32, Arc<dyn RequestProcessor>>,
     on_close: Option<CloseListener>,
     observer: Option<Arc<dyn RequestObserver>>,
+    guard: Option<Arc<dyn RequestGuard>>,
 }
 
 impl ProcessorTable {
@@ -140,6 +148,13 @@ impl ProcessorTable {
         self
     }
 
+    /// Sets the guard every request with a known code passes first (an unknown code is
+    /// answered REQUEST_CODE_NOT_SUPPORTED without it, as RocketMQ answers it).
+    pub fn guard(&mut self, guard: Arc<dyn RequestGuard>) -> &mut Self {
+        self.guard = Some(guard);
+        self
+    }
+
     /// Sets the observer told about every handled request; with none, nothing is timed.
     pub fn observe(&mut self, observer: Arc<dyn RequestObserver>) -> &mut Self {
         self.observer = Some(observer);
@@ -158,6 +173,12 @@ impl ProcessorTable {
                 false,
             );
         };
+        if let Some(guard) = &self.guard {
+            if let Err(e) = guard.check(conn, request) {
+                tracing::debug!(code = request.code, peer = %conn.peer(), remark = %e.remark, "request refused");
+                return (Reply::Now(Some(e.into_response(request))), false);
+            }
+        }
         match processor.process(conn, request) {
             Ok(reply) => (reply, true),
             Err(e) => {

@@ -18,6 +18,7 @@ from rocketpy.admin.types import (
 )
 from rocketpy.client.instance import check
 from rocketpy.client.route import TopicRouteData
+from rocketpy.credentials import SessionCredentials, credentials_of
 from rocketpy.errors import ClientError, RemotingError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import (
@@ -40,14 +41,25 @@ class Admin:
     Args:
         namesrv_addr: name servers, ``host:port`` separated by ``;``.
         timeout_ms: per-request timeout.
+        credentials: the ACL account requests are signed with (``aclEnable`` servers;
+            changes need an admin account); or ``access_key`` / ``secret_key``.
     """
 
-    def __init__(self, namesrv_addr: str, timeout_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        namesrv_addr: str,
+        timeout_ms: int = 5000,
+        *,
+        credentials: SessionCredentials | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+    ) -> None:
         self._namesrv = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self._namesrv:
             raise ClientError("namesrv_addr is empty")
         self._timeout = timeout_ms
-        self._client = RemotingClient()
+        account = credentials_of(credentials, access_key, secret_key)
+        self._client = RemotingClient(credentials=account.native() if account else None)
 
     def close(self) -> None:
         """Closes the connections."""

@@ -30,6 +30,7 @@ from rocketpy._native import (
 from rocketpy._util import current_pid, json_body, local_ip, mq_table
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
+from rocketpy.credentials import SessionCredentials
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID, Property, RequestCode, ResponseCode
@@ -53,6 +54,7 @@ class ClientConfig:
         persist_consumer_offset_interval_ms: offset commit period.
         rebalance_interval_ms: rebalance period (also on NOTIFY_CONSUMER_IDS_CHANGED).
         request_timeout_ms: timeout of name server and admin requests.
+        credentials: the ACL account every request is signed with (``aclEnable`` servers).
     """
 
     namesrv_addr: str
@@ -62,6 +64,7 @@ class ClientConfig:
     persist_consumer_offset_interval_ms: int = 5_000
     rebalance_interval_ms: int = 20_000
     request_timeout_ms: int = 3_000
+    credentials: SessionCredentials | None = None
 
     def namesrv_list(self) -> list[str]:
         """The name server addresses."""
@@ -122,7 +125,10 @@ class ClientInstance:
         self.pid = os.getpid()
         self._namesrv = config.namesrv_list()
         self._namesrv_index = 0
-        self.remoting = RemotingClient(request_handler=self._on_server_request)
+        self.remoting = RemotingClient(
+            request_handler=self._on_server_request,
+            credentials=config.credentials.native() if config.credentials else None,
+        )
         self._lock = threading.RLock()
         self._producers: dict[str, ProducerLike] = {}
         self._consumers: dict[str, ConsumerLike] = {}
@@ -144,6 +150,10 @@ class ClientInstance:
         instance is used so several clients of one group can live in one process."""
         with cls._registry_lock:
             base = config.instance_name or str(os.getpid())
+            if config.credentials is not None:
+                # Clients of different accounts never share an instance (its connections
+                # sign with one account).
+                base += f"~{config.credentials.access_key}"
             n = 0
             while True:
                 name = base if n == 0 else f"{base}#{n}"

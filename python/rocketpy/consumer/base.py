@@ -10,6 +10,7 @@ queues (:meth:`_accept_queue`, orderly consumers lock them first).
 from __future__ import annotations
 
 import abc
+import dataclasses
 import datetime as dt
 import enum
 import logging
@@ -32,6 +33,7 @@ from rocketpy.consumer.offset_store import (
     default_local_offset_dir,
 )
 from rocketpy.consumer.process_queue import ProcessQueue
+from rocketpy.credentials import SessionCredentials, credentials_of
 from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
 from rocketpy.metrics import METRICS, lag_of
@@ -141,6 +143,9 @@ class ConsumerBase(abc.ABC):
         offset_store_dir: str | Path | None = None,
         instance_name: str | None = None,
         client_config: ClientConfig | None = None,
+        credentials: SessionCredentials | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
         check_group(group)
         self.group = group
@@ -159,6 +164,9 @@ class ConsumerBase(abc.ABC):
             Path(offset_store_dir) if offset_store_dir else default_local_offset_dir()
         )
         self._config = client_config or ClientConfig(namesrv_addr, instance_name=instance_name)
+        account = credentials_of(credentials, access_key, secret_key)
+        if account is not None:
+            self._config = dataclasses.replace(self._config, credentials=account)
         self._subscriptions: dict[str, Subscription] = {}
         self._topic_queues: dict[str, list[MessageQueue]] = {}
         self._table: dict[MessageQueue, PullRequest] = {}

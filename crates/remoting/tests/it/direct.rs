@@ -56,7 +56,7 @@ fn answered_requests_reuse_one_connection() {
     let rt = Runtime::new().unwrap();
     let server = server(&rt, None);
     let addr = server.local_addr().to_string();
-    let pool = DirectPool::new(Duration::from_secs(3), 4);
+    let pool = DirectPool::new(Duration::from_secs(3), 4, None);
     let first = who(&pool, &addr);
     assert_eq!(pool.idle(&addr), 1);
     for _ in 0..50 {
@@ -70,7 +70,7 @@ fn no_more_than_the_limit_per_address() {
     let rt = Runtime::new().unwrap();
     let server = server(&rt, None);
     let addr = server.local_addr().to_string();
-    let pool = DirectPool::new(Duration::from_secs(3), 2);
+    let pool = DirectPool::new(Duration::from_secs(3), 2, None);
     let timeout = Duration::from_secs(3);
     let a = pool.take(&addr, timeout).unwrap().unwrap();
     let b = pool.take(&addr, timeout).unwrap().unwrap();
@@ -80,7 +80,7 @@ fn no_more_than_the_limit_per_address() {
     assert!(c.is_some(), "the one given back is taken again");
     drop((b, c));
     assert_eq!(pool.idle(&addr), 2);
-    assert!(DirectPool::new(timeout, 0)
+    assert!(DirectPool::new(timeout, 0, None)
         .take(&addr, timeout)
         .unwrap()
         .is_none());
@@ -92,7 +92,7 @@ fn a_connection_the_server_closed_is_not_reused() {
     let rt = Runtime::new().unwrap();
     let server = server(&rt, Some(Duration::from_millis(200)));
     let addr = server.local_addr().to_string();
-    let pool = DirectPool::new(Duration::from_secs(3), 4);
+    let pool = DirectPool::new(Duration::from_secs(3), 4, None);
     let first = who(&pool, &addr);
     // The server closes the idle connection; the pool must notice before writing to it.
     std::thread::sleep(Duration::from_millis(700));
@@ -107,7 +107,7 @@ fn a_timed_out_request_closes_its_connection() {
     let rt = Runtime::new().unwrap();
     let server = server(&rt, None);
     let addr = server.local_addr().to_string();
-    let pool = DirectPool::new(Duration::from_secs(3), 4);
+    let pool = DirectPool::new(Duration::from_secs(3), 4, None);
     let before = who(&pool, &addr);
     let mut conn = pool.take(&addr, Duration::from_secs(3)).unwrap().unwrap();
     let err = conn
@@ -131,7 +131,7 @@ fn a_poll_can_abandon_the_wait() {
     let rt = Runtime::new().unwrap();
     let server = server(&rt, None);
     let addr = server.local_addr().to_string();
-    let pool = DirectPool::new(Duration::from_secs(3), 4);
+    let pool = DirectPool::new(Duration::from_secs(3), 4, None);
     let mut conn = pool.take(&addr, Duration::from_secs(3)).unwrap().unwrap();
     let mut polls = 0;
     let mut check = || {
@@ -157,7 +157,7 @@ fn closing_drops_connections_in_use_when_they_come_back() {
     let rt = Runtime::new().unwrap();
     let server = server(&rt, None);
     let addr = server.local_addr().to_string();
-    let pool = DirectPool::new(Duration::from_secs(3), 4);
+    let pool = DirectPool::new(Duration::from_secs(3), 4, None);
     let before = who(&pool, &addr);
     let conn = pool.take(&addr, Duration::from_secs(3)).unwrap().unwrap();
     pool.clear();
@@ -174,11 +174,11 @@ fn connect_failure_is_an_error() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     drop(listener);
-    let pool = DirectPool::new(Duration::from_secs(1), 4);
+    let pool = DirectPool::new(Duration::from_secs(1), 4, None);
     let err = pool.take(&addr, Duration::from_secs(1)).err().unwrap();
     assert!(matches!(err, RemotingError::Connect { .. }), "{err}");
     // The failed attempt does not count against the limit.
-    let pool = DirectPool::new(Duration::from_secs(1), 1);
+    let pool = DirectPool::new(Duration::from_secs(1), 1, None);
     assert!(pool.take(&addr, Duration::from_secs(1)).is_err());
     assert!(pool.take(&addr, Duration::from_secs(1)).is_err());
 }

@@ -187,3 +187,41 @@ def test_a_changed_file_takes_effect(acl_cluster: AclCluster):
         finally:
             acl_cluster.acl_file.write_text(text)
             time.sleep(0.01)
+
+
+@pytest.mark.spark
+def test_spark_reads_and_writes_with_an_account(acl_cluster: AclCluster, spark):
+    with Producer("acl-spark-feed", acl_cluster.namesrv, credentials=PRODUCER) as p:
+        for i in range(5):
+            p.send(Message("AclOrders", f"spark-{i}".encode()))
+
+    def read(**account: str) -> list[bytes]:
+        reader = (
+            spark.read.format("rocketmq")
+            .option("namesrv", acl_cluster.namesrv)
+            .option("topic", "AclOrders")
+            .option("groupId", "acl-readers")
+        )
+        for k, v in account.items():
+            reader = reader.option(k, v)
+        return [r.body for r in reader.load().select("body").collect()]
+
+    bodies = read(accessKey=CONSUMER.access_key, secretKey=CONSUMER.secret_key)
+    assert {f"spark-{i}".encode() for i in range(5)} <= set(bodies)
+    with pytest.raises(Exception, match=r"No accessKey is configured|NO_PERMISSION|16"):
+        read()
+    (
+        spark.createDataFrame([(b"from-spark",)], "body binary")
+        .write.format("rocketmq")
+        .option("namesrv", acl_cluster.namesrv)
+        .option("topic", "AclShared")
+        .option("accessKey", PRODUCER.access_key)
+        .option("secretKey", PRODUCER.secret_key)
+        .mode("append")
+        .save()
+    )
+    with Admin(acl_cluster.namesrv, credentials=ADMIN) as admin:
+        stored = [
+            m.body for mq in admin.topic_stats("AclShared") for m in admin.pull_messages(mq, 0, 32)
+        ]
+    assert b"from-spark" in stored

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rocketpy.credentials import SessionCredentials
+
 #: ``{"topic": {"brokerName": {"queueId": offset}}}`` (queue ids as strings, as in JSON).
 Offsets = dict[str, dict[str, dict[str, int]]]
 
@@ -84,6 +86,17 @@ def _bytes(options: Mapping[str, str], name: str) -> int | None:
     if not m or int(m.group(1)) <= 0:
         raise OptionError(f"option {name} must be a positive size like 64m or 1g, got {v!r}")
     return int(m.group(1)) * _UNIT_BYTES[(m.group(2) or "")[:1].lower()]
+
+
+def credentials_of(options: Mapping[str, str]) -> SessionCredentials | None:
+    """``accessKey`` / ``secretKey``: the ACL account the source or sink signs with (both or
+    neither)."""
+    ak, sk = _get(options, "accessKey"), _get(options, "secretKey")
+    if not ak and not sk:
+        return None
+    if not ak or not sk:
+        raise OptionError("give the options accessKey and secretKey together")
+    return SessionCredentials(ak, sk)
 
 
 def derived_group(topics: tuple[str, ...], subscription: str) -> str:
@@ -194,6 +207,8 @@ class ReadOptions:
     commit_offsets: bool = False
     #: The columns produced: all by default, fewer with a user-given schema (pruning).
     columns: tuple[str, ...] = ()
+    #: The ACL account reads sign with (``accessKey`` / ``secretKey``).
+    credentials: SessionCredentials | None = None
 
     @staticmethod
     def parse(options: Mapping[str, str], streaming: bool) -> ReadOptions:
@@ -266,6 +281,7 @@ class ReadOptions:
             ending_by_timestamp=_by_timestamp(end_ts, "endingOffsetsByTimestamp"),
             assign=assign,
             commit_offsets=commit,
+            credentials=credentials_of(options),
         )
 
 

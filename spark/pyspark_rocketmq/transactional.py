@@ -44,6 +44,7 @@ from rocketpy import (
     TransactionProducer,
 )
 from rocketpy.admin import Admin
+from rocketpy.credentials import SessionCredentials
 from rocketpy.transaction import HalfMessage
 
 log = logging.getLogger("pyspark_rocketmq.transactional")
@@ -72,8 +73,9 @@ class HalfMessages(WriterCommitMessage):
 class Decisions:
     """The recorded decisions, read from the broker (cached once found: they never change)."""
 
-    def __init__(self, namesrv: str) -> None:
+    def __init__(self, namesrv: str, credentials: SessionCredentials | None = None) -> None:
         self.namesrv = namesrv
+        self.credentials = credentials
         self._found: dict[str, dict[str, object]] = {}
         self._lock = threading.Lock()
         self._admin: Admin | None = None
@@ -84,7 +86,7 @@ class Decisions:
             if write_id in self._found:
                 return self._found[write_id]
             if self._admin is None:
-                self._admin = Admin(self.namesrv)
+                self._admin = Admin(self.namesrv, credentials=self.credentials)
             try:
                 msgs = self._admin.query_message(DECISIONS_TOPIC, write_id)
             except Exception as e:
@@ -130,7 +132,9 @@ class DecisionListener:
 
 
 def _producer(group: str, namesrv: str, decisions: Decisions) -> TransactionProducer:
-    return TransactionProducer(group, namesrv, DecisionListener(decisions))
+    return TransactionProducer(
+        group, namesrv, DecisionListener(decisions), credentials=decisions.credentials
+    )
 
 
 def send_halves(
@@ -138,10 +142,11 @@ def send_halves(
     namesrv: str,
     write_id: str,
     messages: Iterator[Message],
+    credentials: SessionCredentials | None = None,
 ) -> HalfMessages:
     """A task: stores every message as a half message; nothing when ``write_id`` was
     committed already (a replayed micro-batch)."""
-    decisions = Decisions(namesrv)
+    decisions = Decisions(namesrv, credentials)
     attempt = uuid.uuid4().hex
     try:
         previous = decisions.find(write_id)
@@ -165,9 +170,10 @@ def decide(
     write_id: str,
     sent: list[HalfMessages],
     outcome: str,
+    credentials: SessionCredentials | None = None,
 ) -> None:
     """The driver: records the decision, then ends the half messages it knows of."""
-    decisions = Decisions(namesrv)
+    decisions = Decisions(namesrv, credentials)
     try:
         previous = decisions.find(write_id)
         if previous is not None:
@@ -175,7 +181,7 @@ def decide(
             return
         attempts = sorted({s.attempt for s in sent if not s.replayed})
         record = json.dumps({"outcome": outcome, "attempts": attempts, "at": int(time.time())})
-        with Producer(f"{group}-decisions", namesrv) as p:
+        with Producer(f"{group}-decisions", namesrv, credentials=credentials) as p:
             p.send(Message(DECISIONS_TOPIC, record.encode(), keys=write_id))
         state = COMMIT if outcome == "commit" else ROLLBACK
         with _producer(group, namesrv, decisions) as producer:

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rocketmq_client_rust::{AclClientRPCHook, SessionCredentials};
 use rocketmq_client_rust::{
     ClientError, ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultMQProducer,
@@ -116,11 +117,26 @@ fn sent(i: u64, r: &rocketmq_model::result::SendResult) -> Value {
     })
 }
 
+/// The client's ACL hook (`AclClientRPCHook`) when the spec names an account.
+fn acl_hook(spec: &Value) -> Option<Arc<dyn rocketmq_transport::api::RPCHook>> {
+    let ak = spec_str(spec, "access_key", "");
+    (!ak.is_empty()).then(|| {
+        let credentials = SessionCredentials::with_keys(
+            ak.to_owned(),
+            spec_str(spec, "secret_key", "").to_owned(),
+        );
+        Arc::new(AclClientRPCHook::new(credentials)) as Arc<dyn rocketmq_transport::api::RPCHook>
+    })
+}
+
 async fn produce(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
-    let mut producer = DefaultMQProducer::builder(rt)
+    let mut builder = DefaultMQProducer::builder(rt)
         .producer_group(spec_str(spec, "group", "rust-producer").to_owned())
-        .name_server_addr(spec_str(spec, "namesrv", "").to_owned())
-        .build();
+        .name_server_addr(spec_str(spec, "namesrv", "").to_owned());
+    if let Some(hook) = acl_hook(spec) {
+        builder = builder.rpc_hook(hook);
+    }
+    let mut producer = builder.build();
     producer.start().await?;
     let count = spec_u64(spec, "count", 1);
     match spec_str(spec, "mode", "sync") {
@@ -377,6 +393,7 @@ async fn consume(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
         .name_server_addr(spec_str(spec, "namesrv", "").to_owned())
         .message_model(model)
         .consume_from_where(from)
+        .rpc_hook(acl_hook(spec))
         .build();
     consumer
         .subscribe(

@@ -74,6 +74,10 @@ def produce(spec: dict[str, Any]) -> None:
     producer = Producer(spec.get("group", "cpp-producer"))
     producer.set_namesrv_addr(spec["namesrv"])
     producer.set_timeout(10_000)
+    if spec.get("access_key"):
+        # The C++ client's ACL: it signs each request (RocketMQ's algorithm, plus its
+        # OnsChannel field).
+        producer.set_session_credentials(spec["access_key"], spec["secret_key"], "LOCAL")
     producer.start()
     mode, count = spec.get("mode", "sync"), spec.get("count", 1)
     pending = threading.Semaphore(0)
@@ -143,6 +147,10 @@ def consume(spec: dict[str, Any]) -> None:
     dll.SetPushConsumerThreadCount(handle, spec.get("threads", 2))
     if spec.get("model") == "broadcasting":
         dll.SetPushConsumerMessageModel(handle, MessageModel.BROADCASTING)
+    if spec.get("access_key"):
+        dll.SetPushConsumerSessionCredentials(
+            handle, spec["access_key"].encode(), spec["secret_key"].encode(), b"LOCAL"
+        )
     dll.Subscribe(handle, spec["topic"].encode(), spec.get("expression", "*").encode())
     seen: dict[str, int] = {}
     lock = threading.Lock()

@@ -23,6 +23,7 @@ from rocketpy import (
 from rocketpy._native import Broker, NameServer, RemotingClient
 from rocketpy.admin import Admin
 from rocketpy.errors import BrokerResponseError, ClientError
+from rocketpy.mqadmin import main
 from rocketpy.protocol import RequestCode, ResponseCode
 
 ACL = """
@@ -164,6 +165,47 @@ def test_rights_per_topic_group_and_admin(acl_cluster: AclCluster):
             admin.create_topic("AclNew", queues=1)
     with Admin(acl_cluster.namesrv, credentials=ADMIN) as admin:
         admin.create_topic("AclNew", queues=1)
+
+
+def test_mqadmin_signs_with_flags_or_tools_yml(
+    acl_cluster: AclCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    def mqadmin(*args: str) -> tuple[int, str]:
+        capsys.readouterr()
+        try:
+            main([args[0], "-n", acl_cluster.namesrv, *args[1:]])
+            code = 0
+        except SystemExit as e:
+            code = int(e.code or 0)
+        out = capsys.readouterr()
+        return code, out.out + out.err
+
+    for name in ("ROCKETMQ_HOME", "ROCKETMQ_ACCESS_KEY", "ROCKETMQ_SECRET_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    code, out = mqadmin("updateTopic", "-c", "DefaultCluster", "-t", "AclByCli")
+    assert code == 1 and "CODE: 16 DESC: No accessKey is configured" in out, out
+    code, out = mqadmin(
+        "updateTopic", "-c", "DefaultCluster", "-t", "AclByCli",
+        "--accessKey", ADMIN.access_key, "--secretKey", ADMIN.secret_key,
+    )  # fmt: skip
+    assert code == 0, out
+    # RocketMQ's mqadmin signs with $ROCKETMQ_HOME/conf/tools.yml.
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "tools.yml").write_text(
+        f"accessKey: {CONSUMER.access_key}\nsecretKey: '{CONSUMER.secret_key}'\n"
+    )
+    monkeypatch.setenv("ROCKETMQ_HOME", str(tmp_path))
+    code, out = mqadmin("topicStatus", "-t", "AclByCli")
+    assert code == 0 and "#Broker Name" in out, out
+    code, out = mqadmin("updateTopic", "-c", "DefaultCluster", "-t", "AclByCli2")
+    assert code == 1 and "Need admin permission" in out, out
+    monkeypatch.setenv("ROCKETMQ_ACCESS_KEY", ADMIN.access_key)
+    monkeypatch.setenv("ROCKETMQ_SECRET_KEY", ADMIN.secret_key)
+    code, out = mqadmin("updateTopic", "-c", "DefaultCluster", "-t", "AclByCli2")
+    assert code == 0, out
 
 
 def test_a_changed_file_takes_effect(acl_cluster: AclCluster):

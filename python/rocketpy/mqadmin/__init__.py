@@ -3,7 +3,9 @@ names, flags and output columns, so existing scripts and runbooks work — again
 any RocketMQ 4.x/5.x cluster, since each command makes the requests mqadmin makes.
 
 Every command takes ``-n/--namesrvAddr`` (default: ``$NAMESRV_ADDR``, as mqadmin). Listing
-commands take ``--json``. Errors print one line on stderr and exit 1 (2 for bad usage)."""
+commands take ``--json``. With ACL on the servers, requests are signed with the account of
+``--accessKey``/``--secretKey``, else of ``$ROCKETMQ_ACCESS_KEY``/``$ROCKETMQ_SECRET_KEY``,
+else of ``$ROCKETMQ_HOME/conf/tools.yml`` as RocketMQ's mqadmin reads it. Errors print one line on stderr and exit 1 (2 for bad usage)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from rocketpy.admin import Admin
+from rocketpy.credentials import SessionCredentials, credentials_of, read_tools_yml
 from rocketpy.errors import RocketpyError
 from rocketpy.mqadmin import cluster, group, message, queue, topic
 from rocketpy.mqadmin.command import Command
@@ -45,6 +48,16 @@ def parser(prog: str = "mqadmin") -> argparse.ArgumentParser:
             help="name servers, host:port;host:port (default: $NAMESRV_ADDR)",
         )
         sp.add_argument("--timeout", type=int, default=5000, help="per request, ms")
+        sp.add_argument(
+            "--accessKey",
+            default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
+            help="ACL account (default: $ROCKETMQ_ACCESS_KEY, else $ROCKETMQ_HOME/conf/tools.yml)",
+        )
+        sp.add_argument(
+            "--secretKey",
+            default=os.environ.get("ROCKETMQ_SECRET_KEY"),
+            help="its secret key (default: $ROCKETMQ_SECRET_KEY)",
+        )
         cmd.add_arguments(sp)
         sp.set_defaults(run=cmd.run)
     return p
@@ -57,10 +70,20 @@ def main(argv: Sequence[str] | None = None, prog: str = "mqadmin") -> None:
         print(f"{prog}: no name server: give -n host:port or set NAMESRV_ADDR", file=sys.stderr)
         raise SystemExit(2)
     try:
-        with Admin(args.namesrvAddr, timeout_ms=args.timeout) as admin:
+        credentials = _credentials(args)
+        with Admin(args.namesrvAddr, timeout_ms=args.timeout, credentials=credentials) as admin:
             args.run(admin, args)
     except (RocketpyError, OSError, ValueError) as e:
         print(f"{prog} {args.command}: {e}", file=sys.stderr)
         raise SystemExit(1) from None
     except BrokenPipeError:  # output piped into head
         raise SystemExit(0) from None
+
+
+def _credentials(args: argparse.Namespace) -> SessionCredentials | None:
+    """The flags' (or environment's) account, else tools.yml's as RocketMQ's mqadmin reads it (its absence is no
+    error: servers without ACL need no account)."""
+    if args.accessKey is not None or args.secretKey is not None:
+        return credentials_of(None, args.accessKey, args.secretKey)
+    home = os.environ.get("ROCKETMQ_HOME")
+    return read_tools_yml(os.path.join(home, "conf", "tools.yml")) if home else None

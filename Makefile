@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test compat-py5 bench bench-grpc bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test lint rust-test py-test compat-py5 bench bench-acl bench-grpc bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -110,6 +110,11 @@ ha-crash-loop: install
 # Replication: slave throughput under batch load, SYNC_MASTER vs ASYNC_MASTER (64 threads).
 bench-ha: install
 	$(BIN)/python benches/ha.py
+
+# What ACL costs the send path: sync single sends and batches with aclEnable=true (signed,
+# verified, rights checked) vs false, alternating rounds of one broker; about 2 minutes.
+bench-acl: install
+	$(BIN)/python benches/acl_overhead.py
 
 # What Prometheus metrics cost the send path: batch throughput with metricsExporterType=PROM
 # (scraped every second) vs DISABLE, alternating rounds of one broker; about 2 minutes.

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-1000000}
-TARGETS=${TARGETS:-"frame header_json header_binary batch properties record_recovery consume_queue_load index_file_load"}
+TARGETS=${TARGETS:-"frame header_json header_binary batch properties record_recovery consume_queue_load index_file_load acl"}
 cargo +nightly fuzz build --sanitizer none >/dev/null
 status=0
 for t in $TARGETS; do

@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 
+use rocketpy_protocol::signature::SigningKey;
 use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 use serde::Deserialize;
 
@@ -57,13 +58,15 @@ struct RawAccount {
     group_perms: Vec<String>,
 }
 
-/// One account.
-#[derive(Debug, Clone)]
+/// One account (its Debug form leaves out the secret).
+#[derive(Clone)]
 pub struct Account {
     /// Its access key.
     pub access_key: String,
     /// Its secret key.
     pub secret_key: String,
+    /// The secret, keyed for checking signatures.
+    pub key: SigningKey,
     /// Addresses it is trusted from without a signature or rights.
     pub white: AddressPattern,
     /// Whether it may make admin requests.
@@ -77,6 +80,20 @@ pub struct Account {
     /// Rights by group, keyed by the group's retry topic (`%RETRY%group`, as RocketMQ keys
     /// them).
     pub groups: HashMap<String, u8>,
+}
+
+impl std::fmt::Debug for Account {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Account")
+            .field("access_key", &self.access_key)
+            .field("white", &self.white)
+            .field("admin", &self.admin)
+            .field("default_topic", &self.default_topic)
+            .field("default_group", &self.default_group)
+            .field("topics", &self.topics)
+            .field("groups", &self.groups)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The whole file.
@@ -170,6 +187,7 @@ impl AclConfig {
                 groups: rights(&a.group_perms, "group", |g| {
                     format!("{RETRY_GROUP_TOPIC_PREFIX}{g}")
                 })?,
+                key: SigningKey::new(&sk),
                 secret_key: sk,
                 access_key: ak.clone(),
             };

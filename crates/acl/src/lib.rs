@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use parking_lot::{Mutex, RwLock};
-use rocketpy_protocol::signature::{self, ACCESS_KEY, SIGNATURE};
+use rocketpy_protocol::signature::{ACCESS_KEY, SIGNATURE};
 use rocketpy_protocol::RemotingCommand;
 
 pub use config::AclConfig;
@@ -101,8 +101,10 @@ impl Acl {
             return Ok(());
         }
         let given = req.field_opt(SIGNATURE).unwrap_or_default();
-        let content = signature::content(&req.ext_fields, &req.body, req.version);
-        if !signature::verify(&content, &account.secret_key, given) {
+        if !account
+            .key
+            .verify(&req.ext_fields, &req.body, req.version, given)
+        {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }
         if needed.admin && !account.admin {
@@ -194,12 +196,7 @@ accounts:
         for (k, v) in fields {
             r.set_field(k, v);
         }
-        Credentials {
-            access_key: ak.into(),
-            secret_key: sk.into(),
-            security_token: None,
-        }
-        .sign(&mut r);
+        Credentials::new(ak.into(), sk.into(), None).sign(&mut r);
         r
     }
 

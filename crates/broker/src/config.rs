@@ -101,13 +101,9 @@ impl BrokerConfig {
     /// The account of the broker's own requests, when both keys are set.
     pub fn credentials(&self) -> Option<rocketpy_protocol::signature::Credentials> {
         match (&self.access_key, &self.secret_key) {
-            (Some(ak), Some(sk)) if !ak.is_empty() && !sk.is_empty() => {
-                Some(rocketpy_protocol::signature::Credentials {
-                    access_key: ak.clone(),
-                    secret_key: sk.clone(),
-                    security_token: None,
-                })
-            }
+            (Some(ak), Some(sk)) if !ak.is_empty() && !sk.is_empty() => Some(
+                rocketpy_protocol::signature::Credentials::new(ak.clone(), sk.clone(), None),
+            ),
             _ => None,
         }
     }

@@ -25,20 +25,38 @@ const V4_9_3: i32 = 399;
 
 type HmacSha1 = Hmac<Sha1>;
 
+/// Whether `key` takes part in the signed content (see [`content`]).
+fn signed_key(key: &str, version: i32) -> bool {
+    key != SIGNATURE && !(key == UNIQUE_KEY_QUERY && version <= V4_9_3)
+}
+
 /// The bytes signed: the ext fields' values in key order (less `Signature`, and less
 /// `_UNIQUE_KEY_QUERY` for clients of `version` 4.9.3 and older), then the body.
+/// ([`sign_fields`] and [`verify_request`] hash the same bytes without copying them.)
 pub fn content(fields: &ExtFields, body: &[u8], version: i32) -> Vec<u8> {
-    let mut keys: Vec<&String> = fields
-        .keys()
-        .filter(|k| *k != SIGNATURE && !(*k == UNIQUE_KEY_QUERY && version <= V4_9_3))
-        .collect();
-    keys.sort();
     let mut out = Vec::with_capacity(fields.values().map(String::len).sum::<usize>() + body.len());
-    for k in keys {
-        out.extend_from_slice(fields[k].as_bytes());
-    }
-    out.extend_from_slice(body);
+    for_each_signed(fields, body, version, |part| out.extend_from_slice(part));
     out
+}
+
+/// Feeds the signed content to `sink` piece by piece, in order.
+fn for_each_signed(fields: &ExtFields, body: &[u8], version: i32, mut sink: impl FnMut(&[u8])) {
+    // Pairs, not keys: looking each key up again would hash it again.
+    let mut pairs: Vec<(&String, &String)> = fields
+        .iter()
+        .filter(|(k, _)| signed_key(k, version))
+        .collect();
+    pairs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (_, v) in pairs {
+        sink(v.as_bytes());
+    }
+    sink(body);
+}
+
+fn mac_of(fields: &ExtFields, body: &[u8], version: i32, secret_key: &str) -> HmacSha1 {
+    let mut mac = HmacSha1::new_from_slice(secret_key.as_bytes()).expect("HMAC takes any key");
+    for_each_signed(fields, body, version, |part| mac.update(part));
+    mac
 }
 
 /// The signature of `content` with `secret_key`.
@@ -58,6 +76,67 @@ pub fn verify(content: &[u8], secret_key: &str, signature: &str) -> bool {
     mac.verify_slice(&given).is_ok()
 }
 
+/// The signature of a request's content ([`content`]) with `secret_key`.
+pub fn sign_fields(fields: &ExtFields, body: &[u8], version: i32, secret_key: &str) -> String {
+    let mac = mac_of(fields, body, version, secret_key);
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
+/// Whether `signature` (base64) signs a request's content ([`content`]) with `secret_key`;
+/// compared in constant time.
+pub fn verify_request(
+    fields: &ExtFields,
+    body: &[u8],
+    version: i32,
+    secret_key: &str,
+    signature: &str,
+) -> bool {
+    let Ok(given) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
+        return false;
+    };
+    mac_of(fields, body, version, secret_key)
+        .verify_slice(&given)
+        .is_ok()
+}
+
+/// A secret key ready to sign and verify: HMAC's keyed state is computed once (a server
+/// keeps one per account; with it a request's check hashes only its content).
+#[derive(Clone)]
+pub struct SigningKey(HmacSha1);
+
+impl SigningKey {
+    /// The key of `secret_key`.
+    pub fn new(secret_key: &str) -> Self {
+        SigningKey(HmacSha1::new_from_slice(secret_key.as_bytes()).expect("HMAC takes any key"))
+    }
+
+    fn mac(&self, fields: &ExtFields, body: &[u8], version: i32) -> HmacSha1 {
+        let mut mac = self.0.clone();
+        for_each_signed(fields, body, version, |part| mac.update(part));
+        mac
+    }
+
+    /// The signature of a request's content ([`content`]), as [`sign_fields`].
+    pub fn sign(&self, fields: &ExtFields, body: &[u8], version: i32) -> String {
+        let mac = self.mac(fields, body, version);
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    }
+
+    /// Whether `signature` signs a request's content, as [`verify_request`].
+    pub fn verify(&self, fields: &ExtFields, body: &[u8], version: i32, signature: &str) -> bool {
+        let Ok(given) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
+            return false;
+        };
+        self.mac(fields, body, version).verify_slice(&given).is_ok()
+    }
+}
+
+impl std::fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SigningKey(..)")
+    }
+}
+
 /// Signs a request as a client does: adds `AccessKey` (and `SecurityToken`), then
 /// `Signature` over every ext field and the body.
 pub fn sign_request(
@@ -73,21 +152,31 @@ pub fn sign_request(
         fields.insert(SECURITY_TOKEN.to_owned(), token.to_owned());
     }
     // Clients sign everything they send: the version rule only spares old clients.
-    let signed = content(fields, body, i32::MAX);
-    fields.insert(SIGNATURE.to_owned(), sign(&signed, secret_key));
+    let signature = sign_fields(fields, body, i32::MAX, secret_key);
+    fields.insert(SIGNATURE.to_owned(), signature);
 }
 
 /// An account's keys, as a client signs its requests with them (RocketMQ's
 /// `SessionCredentials`).
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Credentials {
     /// The account.
     pub access_key: String,
-    /// Its secret: never sent, never logged.
-    pub secret_key: String,
     /// An optional security token, sent along.
     pub security_token: Option<String>,
+    /// Its secret: never sent, never logged.
+    secret_key: String,
+    key: SigningKey,
 }
+
+impl PartialEq for Credentials {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.access_key, &self.secret_key, &self.security_token)
+            == (&other.access_key, &other.secret_key, &other.security_token)
+    }
+}
+
+impl Eq for Credentials {}
 
 impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,15 +187,31 @@ impl std::fmt::Debug for Credentials {
 }
 
 impl Credentials {
-    /// Signs `cmd` (its header must be in its ext fields already).
+    /// The credentials of an account.
+    pub fn new(access_key: String, secret_key: String, security_token: Option<String>) -> Self {
+        Credentials {
+            key: SigningKey::new(&secret_key),
+            access_key,
+            secret_key,
+            security_token,
+        }
+    }
+
+    /// The secret key.
+    pub fn secret_key(&self) -> &str {
+        &self.secret_key
+    }
+
+    /// Signs `cmd` as [`sign_request`] does (its header must be in its ext fields already).
     pub fn sign(&self, cmd: &mut RemotingCommand) {
-        sign_request(
-            &mut cmd.ext_fields,
-            &cmd.body,
-            &self.access_key,
-            &self.secret_key,
-            self.security_token.as_deref(),
-        );
+        let fields = &mut cmd.ext_fields;
+        fields.remove(SIGNATURE);
+        fields.insert(ACCESS_KEY.to_owned(), self.access_key.clone());
+        if let Some(token) = &self.security_token {
+            fields.insert(SECURITY_TOKEN.to_owned(), token.clone());
+        }
+        let signature = self.key.sign(fields, &cmd.body, i32::MAX);
+        fields.insert(SIGNATURE.to_owned(), signature);
     }
 }
 
@@ -136,6 +241,19 @@ mod tests {
         assert!(verify(&c, "secret", "wuJkFDNRMKY6aFXTDwT/vg0UC8M="));
         assert!(!verify(&c, "secreT", "wuJkFDNRMKY6aFXTDwT/vg0UC8M="));
         assert!(!verify(&c, "secret", "not base64!"));
+        let sig = sign_fields(&f, b"body", 413, "secret");
+        assert_eq!(sig, "wuJkFDNRMKY6aFXTDwT/vg0UC8M=");
+        assert!(verify_request(&f, b"body", 413, "secret", &sig));
+        assert!(!verify_request(&f, b"bodY", 413, "secret", &sig));
+        let key = SigningKey::new("secret");
+        assert_eq!(key.sign(&f, b"body", 413), sig);
+        assert!(key.verify(&f, b"body", 413, &sig));
+        assert!(!SigningKey::new("secreT").verify(&f, b"body", 413, &sig));
+        let mut cmd = RemotingCommand::request(10);
+        cmd.ext_fields = fields(&[("a", "first"), ("z", "last")]);
+        cmd.body = bytes::Bytes::from_static(b"body");
+        Credentials::new("ak".into(), "secret".into(), Some("token".into())).sign(&mut cmd);
+        assert_eq!(cmd.ext_fields[SIGNATURE], sig, "as sign_request signs");
     }
 
     #[test]

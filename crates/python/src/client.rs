@@ -189,7 +189,7 @@ pub(crate) fn invoke_blocking(
     py: Python<'_>,
     client: &NativeClient,
     addr: &str,
-    cmd: RemotingCommand,
+    mut cmd: RemotingCommand,
     timeout: Duration,
 ) -> PyResult<rocketpy_remoting::Result<RemotingCommand>> {
     refuse_on_io_thread()?;
@@ -213,7 +213,7 @@ pub(crate) fn invoke_blocking(
             Duration::from_millis(100),
             &mut check as &mut dyn FnMut() -> bool,
         ));
-        Some(conn.invoke(&cmd, timeout.saturating_sub(started.elapsed()), poll))
+        Some(conn.invoke(&mut cmd, timeout.saturating_sub(started.elapsed()), poll))
     });
     match direct {
         Some(Err(rocketpy_remoting::RemotingError::Interrupted(addr))) => Err(interrupt
@@ -282,11 +282,11 @@ impl RemotingClient {
             connect_timeout: Duration::from_millis(connect_timeout_ms),
             direct_connections,
             credentials: credentials.map(|(access_key, secret_key, security_token)| {
-                rocketpy_protocol::signature::Credentials {
+                rocketpy_protocol::signature::Credentials::new(
                     access_key,
                     secret_key,
                     security_token,
-                }
+                )
             }),
         };
         RemotingClient {

@@ -205,14 +205,15 @@ impl DirectPool {
 }
 
 impl DirectConnection<'_> {
-    /// Writes `request` and reads its answer in the calling thread, within `timeout`.
+    /// Writes `request` and reads its answer in the calling thread, within `timeout`. A pool
+    /// with credentials signs `request` first (in place: signing again gives the same fields).
     ///
     /// `poll`, when given, runs whenever a blocking read was interrupted by a signal and at
     /// least every `interval` while waiting; returning false abandons the request
     /// ([`RemotingError::Interrupted`]). Any error closes the connection.
     pub fn invoke(
         &mut self,
-        request: &RemotingCommand,
+        request: &mut RemotingCommand,
         timeout: Duration,
         mut poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
     ) -> Result<RemotingCommand> {
@@ -220,16 +221,9 @@ impl DirectConnection<'_> {
             return Err(RemotingError::ConnectionClosed(self.addr.clone()));
         };
         let deadline = Instant::now() + timeout;
-        let signed;
-        let request = match &self.pool.credentials {
-            Some(c) => {
-                let mut copy = request.clone();
-                c.sign(&mut copy);
-                signed = copy;
-                &signed
-            }
-            None => request,
-        };
+        if let Some(c) = &self.pool.credentials {
+            c.sign(request); // in place: a copy of every field per request cost more than it
+        }
         let out = conn.round_trip(request, deadline, &self.addr, timeout, &mut poll);
         if out.is_err() {
             self.conn = None;

@@ -10,10 +10,16 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 
 from rocketpy._native import MessageExt
-from rocketpy.bench.runner import add_common_arguments, print_json, report_until, settings
+from rocketpy.bench.runner import (
+    add_common_arguments,
+    print_json,
+    public,
+    report_until,
+    settings,
+)
 from rocketpy.bench.stats import Stats
 from rocketpy.consumer.base import ConsumeFromWhere
 from rocketpy.consumer.push import ConsumeStatus, PushConsumer
@@ -34,6 +40,8 @@ class ConsumerBench:
     count: int | None = None
     duration: float | None = None
     interval: float = 1.0
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
 
 def run(bench: ConsumerBench, json_out: bool = False) -> int:
@@ -57,6 +65,8 @@ def run(bench: ConsumerBench, json_out: bool = False) -> int:
         consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
         if bench.from_first
         else ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        access_key=bench.access_key,
+        secret_key=bench.secret_key,
     )
     consumer.subscribe(bench.topic, bench.expression)
     consumer.register_listener(listener)
@@ -73,7 +83,7 @@ def run(bench: ConsumerBench, json_out: bool = False) -> int:
     finally:
         consumer.shutdown()
     if json_out:
-        print_json("consumer", total, stats, dict(asdict(bench), group=group))
+        print_json("consumer", total, stats, dict(public(bench), group=group))
     return 0
 
 

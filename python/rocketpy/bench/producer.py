@@ -15,9 +15,15 @@ import json
 import statistics
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from rocketpy.bench.runner import add_common_arguments, print_json, report_until, settings
+from rocketpy.bench.runner import (
+    add_common_arguments,
+    print_json,
+    public,
+    report_until,
+    settings,
+)
 from rocketpy.bench.stats import Report, Stats
 from rocketpy.errors import RocketpyError
 from rocketpy.message import Message, SendResult
@@ -53,6 +59,8 @@ class ProducerBench:
     count: int | None = None
     duration: float | None = None
     interval: float = 1.0
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
 
 def _quotas(total: int | None, threads: int) -> list[int | None]:
@@ -245,7 +253,7 @@ def _run_with(bench: ProducerBench, producer: Producer, label: str, json_out: bo
         for w in workers:
             w.join(timeout=35)
         if json_out:
-            print_json(label, total, stats, asdict(bench))
+            print_json(label, total, stats, public(bench))
         return total
     finally:
         producer.shutdown()
@@ -257,6 +265,8 @@ def _producer(bench: ProducerBench) -> Producer:
         bench.namesrv,
         auto_batch=bench.auto_batch,
         batch_max_delay_ms=bench.batch_max_delay_ms,
+        access_key=bench.access_key,
+        secret_key=bench.secret_key,
     )
 
 
@@ -284,7 +294,7 @@ def _compare(bench: ProducerBench, json_out: bool) -> int:
     if json_out:
         summary = {
             "mode": "compare-batch",
-            "settings": asdict(bench),
+            "settings": public(bench),
             "single": [x.as_dict() for x in singles],
             "batch": [x.as_dict() for x in batches],
             "ratio": round(ratio, 3),
@@ -302,7 +312,13 @@ def run(bench: ProducerBench, json_out: bool = False) -> int:
         return 0
     bench.use_async, bench.batch = False, 1
     plain = _run_with(bench, _producer(bench), "producer", False)
-    tx_producer = TransactionProducer(f"{bench.group}_tx", bench.namesrv, _CommitAll())
+    tx_producer = TransactionProducer(
+        f"{bench.group}_tx",
+        bench.namesrv,
+        _CommitAll(),
+        access_key=bench.access_key,
+        secret_key=bench.secret_key,
+    )
     tx = _run_with(bench, tx_producer, "transaction", False)
     ratio = tx.tps / plain.tps if plain.tps else 0.0
     print(
@@ -313,7 +329,7 @@ def run(bench: ProducerBench, json_out: bool = False) -> int:
     if json_out:
         summary = {
             "mode": "transaction",
-            "settings": asdict(bench),
+            "settings": public(bench),
             "total": tx.as_dict(),
             "plain": plain.as_dict(),
             "ratio": round(ratio, 3),

@@ -6,6 +6,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from rocketpy.bench.stats import Report, Stats
@@ -65,6 +66,15 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-d", "--duration", type=float, help="stop after this many seconds")
     p.add_argument("-i", "--interval", type=float, default=1.0, help="seconds between reports")
     p.add_argument("--json", action="store_true", help="end with one JSON line of totals")
+    p.add_argument("--ak", dest="access_key", help="ACL account (aclEnable servers)")
+    p.add_argument("--sk", dest="secret_key", help="its secret key")
+
+
+def public(settings: Any) -> dict[str, object]:
+    """A settings dataclass as a dict for reports, without the secret key."""
+    out = asdict(settings)
+    out.pop("secret_key", None)
+    return out
 
 
 def settings(cls: Any, args: argparse.Namespace) -> Any:

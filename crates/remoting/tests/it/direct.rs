@@ -42,7 +42,7 @@ fn who(pool: &DirectPool, addr: &str) -> String {
     let mut conn = pool.take(addr, Duration::from_secs(3)).unwrap().unwrap();
     let resp = conn
         .invoke(
-            &RemotingCommand::request(WHO).with_body(b"ping".to_vec()),
+            &mut RemotingCommand::request(WHO).with_body(b"ping".to_vec()),
             Duration::from_secs(3),
             None,
         )
@@ -112,7 +112,7 @@ fn a_timed_out_request_closes_its_connection() {
     let mut conn = pool.take(&addr, Duration::from_secs(3)).unwrap().unwrap();
     let err = conn
         .invoke(
-            &RemotingCommand::request(SLOW),
+            &mut RemotingCommand::request(SLOW),
             Duration::from_millis(50),
             None,
         )
@@ -140,7 +140,7 @@ fn a_poll_can_abandon_the_wait() {
     };
     let err = conn
         .invoke(
-            &RemotingCommand::request(SLOW),
+            &mut RemotingCommand::request(SLOW),
             Duration::from_secs(5),
             Some((Duration::from_millis(10), &mut check)),
         )

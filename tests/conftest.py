@@ -9,11 +9,27 @@ from typing import Any
 
 import pytest
 
-from devserver import DevProcess
+from devserver import HOST_DISK_SETTINGS, DevProcess
 
 # Loopback only: Spark (here and in the examples and benchmarks the tests start) otherwise
 # binds and advertises this machine's own address.
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+
+@pytest.fixture(autouse=True)
+def host_disk_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Embedded stores opened by tests ignore how full the (possibly shared) host disk is,
+    as the test servers do (``HOST_DISK_SETTINGS``); a test that sets a limit keeps it."""
+    from rocketpy import store
+
+    original = store.MessageStore.__init__
+
+    def init(self: Any, path: Any, **config: Any) -> None:
+        given = {store._config_key(k) for k in config}
+        config.update({k: v for k, v in HOST_DISK_SETTINGS.items() if k not in given})
+        original(self, path, **config)
+
+    monkeypatch.setattr(store.MessageStore, "__init__", init)
 
 
 @pytest.fixture

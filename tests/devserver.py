@@ -14,6 +14,15 @@ from pathlib import Path
 #: CommitLog file size of test servers (16 MiB).
 TEST_COMMIT_LOG_FILE = 16 * 1024 * 1024
 
+#: The host disk's fullness is not what these tests are about: the machine's disk may be shared
+#: and 90 % used by others (a CI run was refused every put), so ratio checks are off for test
+#: servers; a write that finds no space is still refused (tests/test_disk_full.py).
+HOST_DISK_SETTINGS = {
+    "diskMaxUsedSpaceRatio": "100",
+    "diskSpaceCleanForciblyRatio": "100",
+    "diskSpaceWarningLevelRatio": "100",
+}
+
 READY = re.compile(r"rocketpy dev ready: namesrv=(\S+) broker=(\S+) store=(\S+)")
 
 
@@ -25,7 +34,8 @@ class DevProcess:
         if not any("mapedFileSizeCommitLog" in e for e in extra):
             # Small files keep each test server's disk use (and the prefault window) small.
             extra = ("--set", f"mapedFileSizeCommitLog={TEST_COMMIT_LOG_FILE}", *extra)
-        self.extra = extra
+        disk = [a for k, v in HOST_DISK_SETTINGS.items() for a in ("--set", f"{k}={v}")]
+        self.extra = (*disk, *extra)
         self.proc: subprocess.Popen[str] | None = None
         self.namesrv = ""
         self.broker = ""

@@ -86,10 +86,13 @@ def main(mount: Path, scenario: str) -> dict[str, object]:
         # Forced retention (on by default above 85 %) would delete unexpired files on the
         # full disk; off, every acknowledged message must come back.
         "cleanFileForciblyEnable=false",
-    ]
-    if scenario == "self":
+        # RocketMQ's limits (test servers turn them off, tests/devserver.py): this disk is the
+        # test's own small mount.
+        "diskMaxUsedSpaceRatio=75",
+        "diskSpaceCleanForciblyRatio=85",
         # Refusal by the write itself (ENOSPC), not by the usage ratio.
-        settings.append("diskSpaceWarningLevelRatio=100")
+        "diskSpaceWarningLevelRatio=" + ("100" if scenario == "self" else "90"),
+    ]
     ballast = mount / "ballast"
     if scenario == "self":
         ballast.write_bytes(os.urandom(6 << 20))

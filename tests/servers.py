@@ -11,11 +11,14 @@ import sys
 import threading
 from pathlib import Path
 
+from devserver import HOST_DISK_SETTINGS
+
 #: Broker settings for restart tests: the CommitLog small, registration every second.
 BROKER_TEST_SETTINGS = {
     "brokerIP1": "127.0.0.1",
     "mapedFileSizeCommitLog": str(16 * 1024 * 1024),
     "registerNameServerPeriod": "1000",
+    **HOST_DISK_SETTINGS,
 }
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from devserver import HOST_DISK_SETTINGS
 from helpers import Collector, fast_config, wait_until
 from rocketpy import (
     ConsumeFromWhere,
@@ -74,6 +75,7 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster
             "brokerIP1": "127.0.0.1",
             "storePathRootDir": str(home / "store"),
             "mapedFileSizeCommitLog": str(16 << 20),
+            **HOST_DISK_SETTINGS,
             # The broker signs its registrations: an admin account of the name server's ACL.
             "accessKey": ADMIN.access_key,
             "secretKey": ADMIN.secret_key,

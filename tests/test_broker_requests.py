@@ -8,6 +8,7 @@ import time
 import pytest
 from rmq_wire import Wire
 
+from devserver import HOST_DISK_SETTINGS
 from helpers import wait_until
 from rocketpy import Message, Producer
 from rocketpy._native import Broker, InvalidArgumentError, NameServer, RemotingClient
@@ -98,6 +99,7 @@ def test_broker_keeps_registering(tmp_path):
             "listenPort": "0",
             "storePathRootDir": str(tmp_path / "store"),
             "registerNameServerPeriod": "1000",
+            **HOST_DISK_SETTINGS,
         },
     )
     try:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 
+from devserver import HOST_DISK_SETTINGS
 from rocketpy import Message, Producer
 
 
@@ -55,7 +56,7 @@ def test_namesrv_and_broker_with_conf_file(tmp_path):
             "flushDiskType=SYNC_FLUSH\n"
             "autoCreateTopicEnable=true\n"
             "mapedFileSizeCommitLog=16777216\n"
-            "unknownKeyIsIgnored=1\n"
+            "unknownKeyIsIgnored=1\n" + "".join(f"{k}={v}\n" for k, v in HOST_DISK_SETTINGS.items())
         )
         store = tmp_path / "store"
         broker, line = start(

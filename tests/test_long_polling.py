@@ -9,6 +9,8 @@ import time
 from rmq_wire import Wire
 from test_conformance import PULL_NOT_FOUND, SUCCESS, create_topic, pull, send_v2
 
+from devserver import HOST_DISK_SETTINGS
+
 
 def test_held_pull_wakes_on_arrival_and_times_out_when_idle(dev_server):
     with Wire(dev_server.broker) as admin:
@@ -49,7 +51,8 @@ def test_shutdown_answers_held_pulls(tmp_path):
 
     ns = NameServer.start("127.0.0.1", 0)
     broker = Broker.start(None, {"namesrvAddr": ns.address, "bindAddress": "127.0.0.1", "brokerIP1": "127.0.0.1",
-                                 "listenPort": "0", "storePathRootDir": str(tmp_path / "s")})  # fmt: skip
+                                 "listenPort": "0", "storePathRootDir": str(tmp_path / "s"),
+                                 **HOST_DISK_SETTINGS})  # fmt: skip
     try:
         with Wire(broker.address) as w:
             assert create_topic(w, "HeldTopic", queues=1).code == SUCCESS

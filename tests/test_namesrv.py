@@ -10,6 +10,7 @@ import zlib
 from rmq_wire import Wire
 from test_conformance import GET_ROUTEINFO_BY_TOPIC, REGISTER_BROKER, SUCCESS, TOPIC_NOT_EXIST
 
+from devserver import HOST_DISK_SETTINGS
 from helpers import wait_until
 from rocketpy import Message, Producer
 from rocketpy._native import Broker, NameServer
@@ -58,7 +59,8 @@ def test_brokers_register_with_all_and_clients_fail_over(tmp_path):
     ns_b = NameServer.start("127.0.0.1", 0)
     broker = Broker.start(None, {
         "namesrvAddr": f"{ns_a.address};{ns_b.address}", "bindAddress": "127.0.0.1", "brokerIP1": "127.0.0.1",
-        "listenPort": "0", "storePathRootDir": str(tmp_path / "store")})  # fmt: skip
+        "listenPort": "0", "storePathRootDir": str(tmp_path / "store"),
+        **HOST_DISK_SETTINGS})  # fmt: skip
     try:
         assert wait_until(
             lambda: ns_a.live_brokers() == [broker.broker_addr] == ns_b.live_brokers()

@@ -15,7 +15,10 @@ from rocketpy.store import MessageStore
 WRITER = r"""
 import sys
 from rocketpy.store import MessageStore
-store = MessageStore(sys.argv[1], flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=256 * 1024)
+store = MessageStore(
+    sys.argv[1], flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=256 * 1024,
+    diskSpaceWarningLevelRatio=100,  # not refused because the shared host disk is 90 % used
+)
 start = store.max_offset("Crash", 0)
 print("ready", start, flush=True)
 i = start

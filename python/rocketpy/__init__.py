@@ -41,6 +41,7 @@ from rocketpy.errors import (
 from rocketpy.logs import set_native_log_level
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
 from rocketpy.producer import MessageQueueSelector, Producer, select_by_hash, select_random
+from rocketpy.tls import TlsOptions
 from rocketpy.transaction import (
     LocalTransactionState,
     TransactionListener,
@@ -79,6 +80,7 @@ __all__ = [
     "StoreError",
     "StoreFullError",
     "StoreLockedError",
+    "TlsOptions",
     "TransactionListener",
     "TransactionProducer",
     "TransactionSendResult",

@@ -134,6 +134,7 @@ class RemotingClient:
         connect_timeout_ms: int = 3000,
         direct_connections: int = 4,
         credentials: tuple[str, str, str | None] | None = None,
+        tls: tuple[str | None, bool, str | None, str | None] | None = None,
     ) -> None: ...
     def invoke(
         self,

@@ -41,6 +41,7 @@ from rocketpy.protocol import (
     RequestCode,
     ResponseCode,
 )
+from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import MAX_MESSAGE_SIZE, check_body, check_group, check_topic
 
 log = logging.getLogger("rocketpy.producer")
@@ -134,6 +135,8 @@ class Producer:
         instance_name: see :class:`rocketpy.client.instance.ClientConfig`.
         credentials: the ACL account requests are signed with (``aclEnable`` servers); or
             ``access_key`` / ``secret_key``.
+        tls: connect with TLS (``True``: checking servers against ``tls_ca_file``, else the
+            system's CAs; or a :class:`rocketpy.TlsOptions`).
         auto_batch: let :meth:`send_async` gather messages per queue and send each queue's
             as one request (RocketMQ 5.x ``autoBatch``): messages that arrive while a
             request to their queue is in flight leave together with the next one, in order.
@@ -171,6 +174,8 @@ class Producer:
         credentials: SessionCredentials | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        tls: bool | TlsOptions = False,
+        tls_ca_file: str | None = None,
         auto_batch: bool = True,
         batch_max_delay_ms: int = 0,
         batch_max_bytes: int = 32 * 1024,
@@ -199,6 +204,9 @@ class Producer:
         account = credentials_of(credentials, access_key, secret_key)
         if account is not None:
             self._config = dataclasses.replace(self._config, credentials=account)
+        tls_options = tls_of(tls, tls_ca_file)
+        if tls_options is not None:
+            self._config = dataclasses.replace(self._config, tls=tls_options)
         self._instance: ClientInstance | None = None
         self._publish: dict[str, TopicPublishInfo] = {}
         self._lock = threading.Lock()

@@ -82,7 +82,7 @@ class OnlineCatalog(Catalog):
     @property
     def admin(self) -> Admin:
         if self._admin is None:
-            self._admin = Admin(self.opts.namesrv or "", credentials=self.opts.credentials)
+            self._admin = Admin(self.opts.namesrv or "", **self.opts.access.client_kwargs())
         return self._admin
 
     def queues(self, topic: str) -> list[Queue]:
@@ -119,8 +119,7 @@ class OnlineCatalog(Catalog):
 
     def read(self, q: Queue, start: int, end: int) -> Iterator[pa.RecordBatch]:
         if self._client is None:
-            c = self.opts.credentials
-            self._client = RemotingClient(credentials=c.native() if c else None)
+            self._client = RemotingClient(**self.opts.access.native_kwargs())
         schema = self.arrow_schema(self.opts)
         at = start
         while at < end:

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark_rocketmq.access import PLAIN, Access
 from rocketpy.credentials import SessionCredentials
+from rocketpy.tls import TlsOptions
 
 #: ``{"topic": {"brokerName": {"queueId": offset}}}`` (queue ids as strings, as in JSON).
 Offsets = dict[str, dict[str, dict[str, int]]]
@@ -88,15 +90,30 @@ def _bytes(options: Mapping[str, str], name: str) -> int | None:
     return int(m.group(1)) * _UNIT_BYTES[(m.group(2) or "")[:1].lower()]
 
 
-def credentials_of(options: Mapping[str, str]) -> SessionCredentials | None:
-    """``accessKey`` / ``secretKey``: the ACL account the source or sink signs with (both or
-    neither)."""
+def access_of(options: Mapping[str, str]) -> Access:
+    """``accessKey`` / ``secretKey`` (the ACL account, both or neither) and ``tls`` with
+    ``tlsCaFile`` (else the system's CAs), ``tlsVerify`` (default true) and ``tlsCertFile`` /
+    ``tlsKeyFile`` (a client certificate, both or neither)."""
     ak, sk = _get(options, "accessKey"), _get(options, "secretKey")
-    if not ak and not sk:
-        return None
-    if not ak or not sk:
+    if bool(ak) != bool(sk):
         raise OptionError("give the options accessKey and secretKey together")
-    return SessionCredentials(ak, sk)
+    credentials = SessionCredentials(ak, sk) if ak and sk else None
+    files = {n: _get(options, n) for n in ("tlsCaFile", "tlsCertFile", "tlsKeyFile")}
+    if not _bool(options, "tls", False):
+        given = [n for n, v in files.items() if v]
+        given += ["tlsVerify"] if _get(options, "tlsVerify") is not None else []
+        if given:
+            raise OptionError(f"option {given[0]} needs the option tls=true")
+        return Access(credentials)
+    if bool(files["tlsCertFile"]) != bool(files["tlsKeyFile"]):
+        raise OptionError("give the options tlsCertFile and tlsKeyFile together")
+    tls = TlsOptions(
+        ca_file=files["tlsCaFile"],
+        verify=_bool(options, "tlsVerify", True),
+        cert_file=files["tlsCertFile"],
+        key_file=files["tlsKeyFile"],
+    )
+    return Access(credentials, tls)
 
 
 def derived_group(topics: tuple[str, ...], subscription: str) -> str:
@@ -207,8 +224,8 @@ class ReadOptions:
     commit_offsets: bool = False
     #: The columns produced: all by default, fewer with a user-given schema (pruning).
     columns: tuple[str, ...] = ()
-    #: The ACL account reads sign with (``accessKey`` / ``secretKey``).
-    credentials: SessionCredentials | None = None
+    #: The ACL account reads sign with and their TLS (:func:`access_of`).
+    access: Access = PLAIN
 
     @staticmethod
     def parse(options: Mapping[str, str], streaming: bool) -> ReadOptions:
@@ -281,7 +298,7 @@ class ReadOptions:
             ending_by_timestamp=_by_timestamp(end_ts, "endingOffsetsByTimestamp"),
             assign=assign,
             commit_offsets=commit,
-            credentials=credentials_of(options),
+            access=access_of(options),
         )
 
 

@@ -20,9 +20,9 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
 from pyspark_rocketmq import transactional
-from pyspark_rocketmq.options import OptionError, _bool, _get, _int, credentials_of
+from pyspark_rocketmq.access import PLAIN, Access
+from pyspark_rocketmq.options import OptionError, _bool, _get, _int, access_of
 from rocketpy import Message, Producer
-from rocketpy.credentials import SessionCredentials
 
 #: Limits of one SEND_BATCH_MESSAGE request built by the sink.
 BATCH_MESSAGES, BATCH_BYTES = 256, 1024 * 1024
@@ -37,8 +37,8 @@ class WriteOptions:
     group: str
     batch_messages: int
     transactional: bool = False
-    #: The ACL account the sink signs with (``accessKey`` / ``secretKey``).
-    credentials: SessionCredentials | None = None
+    #: The ACL account the sink signs with and its TLS (``access_of``).
+    access: Access = PLAIN
 
     @staticmethod
     def parse(options: Mapping[str, str], schema: StructType) -> WriteOptions:
@@ -64,7 +64,7 @@ class WriteOptions:
             group=_get(options, "groupId") or "rocketpy-spark-writer",
             batch_messages=min(_int(options, "batchMessages") or BATCH_MESSAGES, BATCH_MESSAGES),
             transactional=_bool(options, "transactional", False),
-            credentials=credentials_of(options),
+            access=access_of(options),
         )
 
 
@@ -103,7 +103,7 @@ def messages_of(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> Iterat
 def send_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> SentMessages:
     """Sends every row; raises on the first failure (after the producer's own retries)."""
     sent = 0
-    with Producer(opts.group, opts.namesrv, credentials=opts.credentials) as producer:
+    with Producer(opts.group, opts.namesrv, **opts.access.client_kwargs()) as producer:
         pending: dict[str, list[Message]] = {}
         size: dict[str, int] = {}
 
@@ -148,7 +148,7 @@ def _decide(
     sent = [m for m in messages if isinstance(m, transactional.HalfMessages)]
     write_id = write_id or (sent[0].write_id if sent else None)
     if write_id is not None:
-        transactional.decide(opts.group, opts.namesrv, write_id, sent, outcome, opts.credentials)
+        transactional.decide(opts.group, opts.namesrv, write_id, sent, outcome, opts.access)
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -163,7 +163,7 @@ class BatchWriter(DataSourceArrowWriter):
         if self.opts.transactional:
             msgs = messages_of(self.opts, iterator)
             return transactional.send_halves(
-                self.opts.group, self.opts.namesrv, self.write_id, msgs, self.opts.credentials
+                self.opts.group, self.opts.namesrv, self.write_id, msgs, self.opts.access
             )
         return send_batches(self.opts, iterator)
 
@@ -189,7 +189,7 @@ class StreamWriter(DataSourceStreamArrowWriter):
         if self.opts.transactional:
             msgs = messages_of(self.opts, iterator)
             return transactional.send_halves(
-                self.opts.group, self.opts.namesrv, _stream_write_id(), msgs, self.opts.credentials
+                self.opts.group, self.opts.namesrv, _stream_write_id(), msgs, self.opts.access
             )
         return send_batches(self.opts, iterator)
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from pyspark.sql.datasource import WriterCommitMessage
 
+from pyspark_rocketmq.access import PLAIN, Access
 from rocketpy import (
     LocalTransactionState,
     Message,
@@ -44,7 +45,6 @@ from rocketpy import (
     TransactionProducer,
 )
 from rocketpy.admin import Admin
-from rocketpy.credentials import SessionCredentials
 from rocketpy.transaction import HalfMessage
 
 log = logging.getLogger("pyspark_rocketmq.transactional")
@@ -73,9 +73,9 @@ class HalfMessages(WriterCommitMessage):
 class Decisions:
     """The recorded decisions, read from the broker (cached once found: they never change)."""
 
-    def __init__(self, namesrv: str, credentials: SessionCredentials | None = None) -> None:
+    def __init__(self, namesrv: str, access: Access = PLAIN) -> None:
         self.namesrv = namesrv
-        self.credentials = credentials
+        self.access = access
         self._found: dict[str, dict[str, object]] = {}
         self._lock = threading.Lock()
         self._admin: Admin | None = None
@@ -86,7 +86,7 @@ class Decisions:
             if write_id in self._found:
                 return self._found[write_id]
             if self._admin is None:
-                self._admin = Admin(self.namesrv, credentials=self.credentials)
+                self._admin = Admin(self.namesrv, **self.access.client_kwargs())
             try:
                 msgs = self._admin.query_message(DECISIONS_TOPIC, write_id)
             except Exception as e:
@@ -133,7 +133,7 @@ class DecisionListener:
 
 def _producer(group: str, namesrv: str, decisions: Decisions) -> TransactionProducer:
     return TransactionProducer(
-        group, namesrv, DecisionListener(decisions), credentials=decisions.credentials
+        group, namesrv, DecisionListener(decisions), **decisions.access.client_kwargs()
     )
 
 
@@ -142,11 +142,11 @@ def send_halves(
     namesrv: str,
     write_id: str,
     messages: Iterator[Message],
-    credentials: SessionCredentials | None = None,
+    access: Access = PLAIN,
 ) -> HalfMessages:
     """A task: stores every message as a half message; nothing when ``write_id`` was
     committed already (a replayed micro-batch)."""
-    decisions = Decisions(namesrv, credentials)
+    decisions = Decisions(namesrv, access)
     attempt = uuid.uuid4().hex
     try:
         previous = decisions.find(write_id)
@@ -170,10 +170,10 @@ def decide(
     write_id: str,
     sent: list[HalfMessages],
     outcome: str,
-    credentials: SessionCredentials | None = None,
+    access: Access = PLAIN,
 ) -> None:
     """The driver: records the decision, then ends the half messages it knows of."""
-    decisions = Decisions(namesrv, credentials)
+    decisions = Decisions(namesrv, access)
     try:
         previous = decisions.find(write_id)
         if previous is not None:
@@ -181,7 +181,7 @@ def decide(
             return
         attempts = sorted({s.attempt for s in sent if not s.replayed})
         record = json.dumps({"outcome": outcome, "attempts": attempts, "at": int(time.time())})
-        with Producer(f"{group}-decisions", namesrv, credentials=credentials) as p:
+        with Producer(f"{group}-decisions", namesrv, **access.client_kwargs()) as p:
             p.send(Message(DECISIONS_TOPIC, record.encode(), keys=write_id))
         state = COMMIT if outcome == "commit" else ROLLBACK
         with _producer(group, namesrv, decisions) as producer:

@@ -88,7 +88,13 @@ class Cluster:
     """A name server and a broker registered with it; with ``grpc``, the broker also serves
     RocketMQ 5.x clients (gRPC) on a free port, at :attr:`grpc`."""
 
-    def __init__(self, store: Path, *broker_args: str, grpc: bool = False) -> None:
+    def __init__(
+        self,
+        store: Path,
+        *broker_args: str,
+        grpc: bool = False,
+        namesrv_args: tuple[str, ...] = (),
+    ) -> None:
         if grpc:
             # 5.x receives may ask for invisible times from 1 s (10 s by default): the tests
             # wait for redeliveries that long.
@@ -96,7 +102,9 @@ class Cluster:
                 *broker_args, "--set", "grpcServerPort=0",
                 "--set", "minInvisibleTimeMillsForRecv=1000",
             )  # fmt: skip
-        self.namesrv_proc = ServerProcess("namesrv", "--host", "127.0.0.1", "--port", "0")
+        self.namesrv_proc = ServerProcess(
+            "namesrv", "--host", "127.0.0.1", "--port", "0", *namesrv_args
+        )
         self.namesrv = self.namesrv_proc.address
         self.broker_proc = ServerProcess(
             "broker", "-n", self.namesrv, "--host", "127.0.0.1", "--port", "0",
@@ -104,6 +112,9 @@ class Cluster:
             "--set", "mapedFileSizeCommitLog=16777216",
             # Retries come back after a second instead of after 10 s, 30 s, 1 min, ...
             "--set", "messageDelayLevel=" + " ".join(["1s"] * 18),
+            # Not refused because the shared host disk is 90 % used (tests/devserver.py).
+            "--set", "diskMaxUsedSpaceRatio=100", "--set", "diskSpaceCleanForciblyRatio=100",
+            "--set", "diskSpaceWarningLevelRatio=100",
             *broker_args,
         )  # fmt: skip
         self.broker = self.broker_proc.address

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rocketmq_client_rust::{AclClientRPCHook, SessionCredentials};
+use rocketmq_client_rust::{AclClientRPCHook, ClientConfig, SessionCredentials};
 use rocketmq_client_rust::{
     ClientError, ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus, ConsumeOrderlyContext, ConsumeOrderlyStatus, DefaultMQProducer,
@@ -129,8 +129,24 @@ fn acl_hook(spec: &Value) -> Option<Arc<dyn rocketmq_transport::api::RPCHook>> {
     })
 }
 
+/// TLS settings when the spec names a CA file (`tls_ca`): the server's certificate is
+/// checked against it (`tls.client.authServer=true`).
+fn client_config(spec: &Value) -> ClientConfig {
+    let mut config = ClientConfig::default();
+    let ca = spec_str(spec, "tls_ca", "");
+    if !ca.is_empty() {
+        config.set_use_tls(true);
+        let mut tls = config.tls_config().clone();
+        tls.client.auth_server = true;
+        tls.client.trust_cert_path = Some(ca.to_owned());
+        config.set_tls_config(tls);
+    }
+    config
+}
+
 async fn produce(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
     let mut builder = DefaultMQProducer::builder(rt)
+        .client_config(client_config(spec))
         .producer_group(spec_str(spec, "group", "rust-producer").to_owned())
         .name_server_addr(spec_str(spec, "namesrv", "").to_owned());
     if let Some(hook) = acl_hook(spec) {
@@ -389,6 +405,7 @@ async fn consume(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
         _ => ConsumeFromWhere::ConsumeFromLastOffset,
     };
     let mut consumer = DefaultMQPushConsumer::builder(rt)
+        .client_config(client_config(spec))
         .consumer_group(spec_str(spec, "group", "").to_owned())
         .name_server_addr(spec_str(spec, "namesrv", "").to_owned())
         .message_model(model)
@@ -539,7 +556,7 @@ fn main() {
     match outcome {
         Ok(()) => emit("done", json!({})),
         Err(e) => {
-            emit("error", json!({"error": e.to_string()}));
+            emit("error", json!({"error": e.to_string(), "detail": format!("{e:?}")}));
             std::process::exit(1);
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use rocketpy_metrics::{ExporterSettings, MetricsExporterType};
 use rocketpy_protocol::config::{parse_properties, ConfigError};
 use rocketpy_protocol::topic::validate_topic;
+use rocketpy_remoting::TlsConfig;
 use rocketpy_store::StoreConfig;
 
 use crate::error::{BrokerError, Result};
@@ -136,13 +137,24 @@ impl BrokerConfig {
     }
 }
 
-/// Everything a broker needs: its own keys and its store's.
+/// Keys whose values are secrets: the effective configuration (`--print-config`,
+/// GET_BROKER_CONFIG) shows that they are set, never what they are.
+pub const SECRET_KEYS: &[&str] = &[
+    "secretKey",
+    "tls.server.keyPassword",
+    "tls.client.keyPassword",
+];
+const REDACTED: &str = "******";
+
+/// Everything a broker needs: its own keys, its store's and RocketMQ's TLS keys.
 #[derive(Debug, Clone)]
 pub struct BrokerSettings {
     /// Broker keys.
     pub broker: BrokerConfig,
     /// Store keys.
     pub store: StoreConfig,
+    /// TLS keys (`tls.*`).
+    pub tls: TlsConfig,
 }
 
 impl BrokerSettings {
@@ -151,14 +163,17 @@ impl BrokerSettings {
         BrokerSettings {
             broker: BrokerConfig::default(),
             store: StoreConfig::new(store_root),
+            tls: TlsConfig::default(),
         }
     }
 
-    /// Sets one key (broker or store). Unknown keys are logged and ignored, as RocketMQ does.
+    /// Sets one key (broker, store or TLS). Unknown keys are logged and ignored, as RocketMQ
+    /// does.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
         let config = |e: ConfigError| BrokerError::Config(e.to_string());
         if self.broker.set(key, value).map_err(config)?
             || self.store.set(key, value).map_err(config)?
+            || self.tls.set(key, value).map_err(config)?
         {
             return Ok(());
         }
@@ -166,18 +181,26 @@ impl BrokerSettings {
         Ok(())
     }
 
-    /// The effective configuration, broker keys then store keys: `(key, value, doc)`.
+    /// The effective configuration, broker keys, store keys, then TLS keys:
+    /// `(key, value, doc)`.
     pub fn entries(&self) -> Vec<(&'static str, String, &'static str)> {
         let docs = BrokerConfig::KEYS
             .iter()
             .chain(StoreConfig::KEYS)
+            .chain(TlsConfig::KEYS)
             .map(|k| k.doc);
         self.broker
             .entries()
             .into_iter()
             .chain(self.store.entries())
+            .chain(self.tls.entries())
             .zip(docs)
-            .map(|((k, v), doc)| (k, v, doc.trim()))
+            .map(
+                |((k, v), doc)| match SECRET_KEYS.contains(&k) && !v.is_empty() {
+                    true => (k, REDACTED.to_owned(), doc.trim()),
+                    false => (k, v, doc.trim()),
+                },
+            )
             .collect()
     }
 
@@ -219,6 +242,10 @@ mod tests {
             rocketpy_store::FlushDiskType::SyncFlush
         );
         assert!(s.set("listenPort", "x").is_err());
+        s.set("secretKey", "hunter2").unwrap();
+        let shown: Vec<_> = s.entries().into_iter().map(|(k, v, _)| (k, v)).collect();
+        assert!(shown.contains(&("secretKey", "******".into())));
+        assert!(shown.contains(&("tls.server.keyPassword", String::new())));
         assert!(s.set("autoCreateTopicEnable", "maybe").is_err());
         s.broker.broker_name = "../evil".into();
         assert!(s.validate().is_err());

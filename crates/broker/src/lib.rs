@@ -28,7 +28,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketpy_remoting::{ClientConfig, RemotingClient, RemotingServer, ServerConfig};
+use rocketpy_remoting::{ClientConfig, RemotingClient, RemotingServer, ServerConfig, ServerTls};
 use rocketpy_store::MessageStore;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -139,7 +139,10 @@ async fn revive_loop(broker: Arc<BrokerInner>) {
 /// The 5.x clients' gRPC endpoint of a master with `grpcServerPort` set: a proxy in this
 /// process reaching this broker (and the rest of the cluster) through the name servers, as
 /// RocketMQ 5's broker runs its proxy (`--enable-proxy`).
-async fn start_proxy(inner: &Arc<BrokerInner>) -> Result<Option<rocketpy_proxy::Proxy>> {
+async fn start_proxy(
+    inner: &Arc<BrokerInner>,
+    tls: Arc<ServerTls>,
+) -> Result<Option<rocketpy_proxy::Proxy>> {
     let cfg = inner.config();
     let Ok(port) = u16::try_from(cfg.grpc_server_port) else {
         return Ok(None);
@@ -156,6 +159,8 @@ async fn start_proxy(inner: &Arc<BrokerInner>) -> Result<Option<rocketpy_proxy::
         min_invisible_time_ms: cfg.min_invisible_time_mills_for_recv,
         default_invisible_time_ms: cfg.default_invisible_time_mills,
         credentials: cfg.credentials(),
+        tls,
+        client_tls: inner.namesrv.config().tls.clone(),
         ..rocketpy_proxy::ProxyConfig::default()
     };
     let proxy = rocketpy_proxy::Proxy::start(config).await.map_err(|e| {
@@ -225,6 +230,10 @@ impl Broker {
     /// the name servers. Runs on the current tokio runtime.
     pub async fn start(settings: BrokerSettings) -> Result<Broker> {
         settings.validate()?;
+        // TLS problems (a missing key file, an unknown mode) stop the start before the store
+        // opens.
+        let server_tls = Arc::new(settings.tls.server().map_err(BrokerError::Config)?);
+        let client_tls = settings.tls.client().map_err(BrokerError::Config)?;
         let store_config = settings.store.clone();
         let store = tokio::task::spawn_blocking(move || MessageStore::open(store_config))
             .await
@@ -293,6 +302,7 @@ impl Broker {
             idle_timeout: Some(Duration::from_secs(
                 broker_cfg.client_channel_max_idle_time_seconds.max(1),
             )),
+            tls: server_tls.clone(),
             ..ServerConfig::default()
         };
         let server = RemotingServer::bind(&bind, table(), server_config.clone()).await?;
@@ -354,6 +364,7 @@ impl Broker {
             namesrv: RemotingClient::new(
                 ClientConfig {
                     credentials: settings.broker.credentials(),
+                    tls: client_tls,
                     ..ClientConfig::default()
                 },
                 None,
@@ -480,7 +491,7 @@ impl Broker {
                 }
             }
         }));
-        let proxy = start_proxy(&inner).await?;
+        let proxy = start_proxy(&inner, server_tls).await?;
         tracing::info!(addr = %inner.broker_addr, listen = %server.local_addr(), name = %inner.config().broker_name, "broker started");
         Ok(Broker {
             inner,

@@ -8,7 +8,7 @@ pub mod route_info;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rocketpy_remoting::{RemotingServer, ServerConfig};
+use rocketpy_remoting::{RemotingServer, ServerConfig, TlsConfig};
 use tokio::task::JoinHandle;
 
 pub use route_info::RouteInfoManager;
@@ -55,6 +55,17 @@ pub struct NameServer {
 impl NameServer {
     /// Binds and starts serving on the current tokio runtime.
     pub async fn start(config: NamesrvConfig) -> rocketpy_remoting::Result<NameServer> {
+        Self::start_with_tls(config, TlsConfig::default()).await
+    }
+
+    /// [`NameServer::start`] with RocketMQ's TLS keys (`tls.server.*`) for its listener.
+    pub async fn start_with_tls(
+        config: NamesrvConfig,
+        tls: TlsConfig,
+    ) -> rocketpy_remoting::Result<NameServer> {
+        let tls = tls
+            .server()
+            .map_err(|e| rocketpy_remoting::RemotingError::Io(std::io::Error::other(e)))?;
         let routes = Arc::new(RouteInfoManager::new());
         let mut table = processor::processor_table(routes.clone());
         let acl = match config.acl_enable {
@@ -83,7 +94,10 @@ impl NameServer {
         let server = RemotingServer::bind(
             &format!("{}:{}", config.bind_address, config.listen_port),
             table,
-            ServerConfig::default(),
+            ServerConfig {
+                tls: Arc::new(tls),
+                ..ServerConfig::default()
+            },
         )
         .await?;
         let metrics_server = match registry {

@@ -13,6 +13,7 @@ pub mod clients;
 pub mod context;
 pub mod convert;
 pub mod handle;
+mod incoming;
 pub mod receive;
 pub mod renew;
 pub mod routes;
@@ -62,6 +63,10 @@ pub struct ProxyConfig {
     /// The account the proxy signs its requests to brokers and name servers with (their
     /// ACL), if any.
     pub credentials: Option<rocketpy_protocol::signature::Credentials>,
+    /// TLS on the gRPC listener (the broker's `tls.server.mode` and certificate).
+    pub tls: Arc<rocketpy_remoting::ServerTls>,
+    /// TLS of the proxy's connections to brokers and name servers (the broker's `tls.enable`).
+    pub client_tls: Option<rocketpy_remoting::ClientTls>,
 }
 
 impl Default for ProxyConfig {
@@ -77,6 +82,8 @@ impl Default for ProxyConfig {
             max_delay_ms: 24 * 3600 * 1000,
             remoting_timeout: Duration::from_secs(3),
             credentials: None,
+            tls: Arc::new(rocketpy_remoting::ServerTls::disabled()),
+            client_tls: None,
         }
     }
 }
@@ -118,6 +125,7 @@ impl ProxyInner {
                 ClientConfig {
                     direct_connections: 0,
                     credentials: config.credentials.clone(),
+                    tls: config.client_tls.clone(),
                     ..ClientConfig::default()
                 },
                 Some(relay),

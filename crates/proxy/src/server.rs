@@ -1,5 +1,6 @@
-//! Starting and stopping a proxy: the gRPC listener (HTTP/2, plain text) and the producer
-//! heartbeat that routes brokers' transaction checks here.
+//! Starting and stopping a proxy: the gRPC listener (HTTP/2, over TLS as `tls.server.mode`
+//! says: [`crate::incoming`]) and the producer heartbeat that routes brokers' transaction
+//! checks here.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -7,7 +8,6 @@ use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
 
 use crate::clients::{heartbeat_producers, PRODUCER_HEARTBEAT};
 use crate::pb::messaging_service_server::MessagingServiceServer;
@@ -32,6 +32,7 @@ impl Proxy {
         let listener =
             TcpListener::bind((config.bind_address.as_str(), config.grpc_server_port)).await?;
         let local_addr = listener.local_addr()?;
+        let incoming = crate::incoming::incoming(listener, config.tls.clone());
         let inner = ProxyInner::new(config);
         let (stop, stopped) = watch::channel(false);
         let service = MessagingServiceServer::new(Service::new(inner.clone()))
@@ -42,7 +43,7 @@ impl Proxy {
             let served = tonic::transport::Server::builder()
                 .tcp_nodelay(true)
                 .add_service(service)
-                .serve_with_incoming_shutdown(TcpListenerStream::new(listener), async move {
+                .serve_with_incoming_shutdown(incoming, async move {
                     let _ = until.wait_for(|s| *s).await;
                 })
                 .await;

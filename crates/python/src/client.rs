@@ -247,6 +247,31 @@ fn build(
     Ok(cmd)
 }
 
+/// `(ca_file, verify, cert_file, key_file)`: see `rocketpy.TlsOptions`.
+type TlsSpec = (Option<String>, bool, Option<String>, Option<String>);
+
+fn client_tls((ca_file, verify, cert, key): TlsSpec) -> PyResult<rocketpy_remoting::ClientTls> {
+    use rocketpy_remoting::tls::{ClientIdentity, ClientTls, Trust};
+    let trust = match (verify, ca_file) {
+        (false, _) => Trust::Any,
+        (true, Some(ca)) => Trust::CaFile(ca.into()),
+        (true, None) => Trust::System,
+    };
+    let identity = match (cert, key) {
+        (Some(cert), Some(key)) => Some(ClientIdentity {
+            cert: cert.into(),
+            key: key.into(),
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "a client certificate needs its key file, and a key its certificate",
+            ))
+        }
+    };
+    ClientTls::new(&trust, identity.as_ref()).map_err(pyo3::exceptions::PyValueError::new_err)
+}
+
 /// A connection-pooling client of the RocketMQ remoting protocol.
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct RemotingClient {
@@ -264,15 +289,17 @@ impl RemotingClient {
 #[pymethods]
 impl RemotingClient {
     /// `credentials`, `(access_key, secret_key, security_token)`, signs every request
-    /// (RocketMQ's ACL).
+    /// (RocketMQ's ACL). `tls`, `(ca_file, verify, cert_file, key_file)`, opens every
+    /// connection with TLS.
     #[new]
-    #[pyo3(signature = (request_handler=None, connect_timeout_ms=3000, direct_connections=4, credentials=None))]
+    #[pyo3(signature = (request_handler=None, connect_timeout_ms=3000, direct_connections=4, credentials=None, tls=None))]
     fn new(
         request_handler: Option<Py<PyAny>>,
         connect_timeout_ms: u64,
         direct_connections: usize,
         credentials: Option<(String, String, Option<String>)>,
-    ) -> Self {
+        tls: Option<TlsSpec>,
+    ) -> PyResult<Self> {
         let handler = request_handler.map(|h| {
             Arc::new(PyRequestHandler {
                 handler: Arc::new(h),
@@ -288,11 +315,12 @@ impl RemotingClient {
                     security_token,
                 )
             }),
+            tls: tls.map(client_tls).transpose()?,
         };
-        RemotingClient {
+        Ok(RemotingClient {
             inner: NativeClient::new(config, handler, runtime().handle().clone()),
             owner: Owner::current(),
-        }
+        })
     }
 
     /// Sends a request and waits for its response. `header` gives the request header by

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use rocketpy_broker::{Broker as NativeBroker, BrokerSettings};
 use rocketpy_namesrv::{NameServer as NativeNameServer, NamesrvConfig};
+use rocketpy_remoting::TlsConfig;
 
 use crate::errors;
 use crate::process::Owner;
@@ -52,10 +53,13 @@ impl NameServer {
             broker_channel_expired_time: broker_expiry_ms,
             ..NamesrvConfig::default()
         };
+        let mut tls = TlsConfig::default();
         for (key, value) in config.unwrap_or_default() {
-            let known = settings
-                .set(&key, &value)
-                .map_err(|e| errors::RocketpyError::new_err(e.to_string()))?;
+            let bad = |e: rocketpy_protocol::config::ConfigError| {
+                errors::RocketpyError::new_err(e.to_string())
+            };
+            let known =
+                settings.set(&key, &value).map_err(bad)? || tls.set(&key, &value).map_err(bad)?;
             if !known {
                 return Err(errors::RocketpyError::new_err(format!(
                     "unknown name server key {key:?}"
@@ -63,7 +67,8 @@ impl NameServer {
             }
         }
         let config = settings;
-        let server = run(py, NativeNameServer::start(config))?.map_err(errors::remoting)?;
+        let server =
+            run(py, NativeNameServer::start_with_tls(config, tls))?.map_err(errors::remoting)?;
         Ok(NameServer {
             inner: Arc::new(server),
             owner: Owner::current(),

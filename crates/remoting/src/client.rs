@@ -10,6 +10,8 @@ use tokio::runtime::Handle;
 use crate::connection::{Connection, ConnectionConfig, Reply, RequestHandler};
 use crate::direct::DirectPool;
 use crate::error::{RemotingError, Result};
+use crate::stream::Stream;
+use crate::tls::ClientTls;
 use rocketpy_protocol::signature::Credentials;
 use rocketpy_protocol::RemotingCommand;
 
@@ -23,6 +25,9 @@ pub struct ClientConfig {
     pub direct_connections: usize,
     /// An account to sign every request with (RocketMQ's ACL), if any.
     pub credentials: Option<Credentials>,
+    /// TLS on every connection, if set (then requests never take the direct path, whose
+    /// blocking sockets are plain).
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for ClientConfig {
@@ -31,6 +36,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(3),
             direct_connections: 4,
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -80,7 +86,10 @@ impl RemotingClient {
                 handler: handler.unwrap_or_else(|| Arc::new(Unsupported)),
                 direct: DirectPool::new(
                     config.connect_timeout,
-                    config.direct_connections,
+                    match config.tls {
+                        Some(_) => 0,
+                        None => config.direct_connections,
+                    },
                     config.credentials.clone(),
                 ),
                 config,
@@ -102,8 +111,13 @@ impl RemotingClient {
         if let Some(conn) = guard.as_ref().filter(|c| !c.is_closed()) {
             return Ok(conn.clone());
         }
-        let connect =
-            tokio::time::timeout(self.inner.config.connect_timeout, TcpStream::connect(addr));
+        let connect = tokio::time::timeout(self.inner.config.connect_timeout, async {
+            let tcp = TcpStream::connect(addr).await?;
+            match &self.inner.config.tls {
+                Some(tls) => tls.connect(addr, tcp).await,
+                None => Ok(Stream::Plain(tcp)),
+            }
+        });
         let stream = match connect.await {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
@@ -183,6 +197,11 @@ impl RemotingClient {
     /// a full pool means: use [`RemotingClient::invoke`].
     pub fn direct(&self) -> &DirectPool {
         &self.inner.direct
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
     }
 
     /// The runtime this client runs on.

@@ -1,10 +1,12 @@
-//! One TCP connection, used the same way by servers and clients: a reader task that decodes
+//! One connection (TCP, or TLS on TCP: [`Stream`]), used the same way by servers and
+//! clients: a reader task that decodes
 //! frames and either completes a pending request (responses) or hands the frame to a
 //! [`RequestHandler`] (requests), and a writer task that drains a queue of frames.
 //!
 //! Sending: when nothing is queued and nobody is writing, the sender writes the frame to the
 //! socket itself without blocking (`try_write`), saving a task wake-up per request and per
 //! answer; otherwise, or for what the socket did not take, the frame goes through the queue.
+//! TLS connections always go through the queue (a record must be sealed before it is sent).
 //!
 //! Invariants: a pending request is removed from the table exactly once (by its response,
 //! its timeout, or the connection closing); once closed, a connection never sends again;
@@ -23,11 +25,10 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::error::{RemotingError, Result};
+use crate::stream::{ReadSide, Stream, WriteSide};
 use rocketpy_protocol::frame;
 use rocketpy_protocol::RemotingCommand;
 
@@ -75,6 +76,9 @@ static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 pub struct Connection {
     id: u64,
     peer: SocketAddr,
+    /// Whether frames may be written from the sender's task (plain TCP only).
+    direct: bool,
+    tls: bool,
     tx: mpsc::Sender<Bytes>,
     writer: tokio::sync::Mutex<Writer>,
     queued: std::sync::atomic::AtomicUsize,
@@ -99,13 +103,15 @@ impl std::fmt::Debug for Connection {
 impl Connection {
     /// Starts the reader and writer tasks of `stream` on the current tokio runtime.
     pub fn spawn(
-        stream: TcpStream,
+        stream: impl Into<Stream>,
         handler: Arc<dyn RequestHandler>,
         config: ConnectionConfig,
     ) -> Result<Arc<Connection>> {
+        let stream = stream.into();
         let peer = stream.peer_addr()?;
-        let _ = stream.set_nodelay(true);
-        let (read, write) = stream.into_split();
+        let _ = stream.tcp().set_nodelay(true);
+        let tls = stream.is_tls();
+        let (read, write) = stream.split();
         let (tx, rx) = mpsc::channel(config.write_queue.max(1));
         let writer = Writer {
             out: BufWriter::with_capacity(64 * 1024, write),
@@ -114,6 +120,8 @@ impl Connection {
         let conn = Arc::new(Connection {
             id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
             peer,
+            direct: !tls,
+            tls,
             tx,
             writer: tokio::sync::Mutex::new(writer),
             queued: std::sync::atomic::AtomicUsize::new(0),
@@ -136,6 +144,11 @@ impl Connection {
     /// The remote address.
     pub fn peer(&self) -> SocketAddr {
         self.peer
+    }
+
+    /// Whether the connection is TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls
     }
 
     /// Whether the connection has closed.
@@ -186,7 +199,7 @@ impl Connection {
     /// Writes `frame` from the caller when the socket is free (see the module docs); never
     /// waits, so it is safe to cancel the caller at any point.
     fn try_write_direct(&self, frame: Bytes) -> Direct {
-        if self.queued.load(Ordering::Acquire) != 0 {
+        if !self.direct || self.queued.load(Ordering::Acquire) != 0 {
             return Direct::Queue(frame);
         }
         let Ok(mut w) = self.writer.try_lock() else {
@@ -200,7 +213,10 @@ impl Connection {
         }
         let mut written = 0;
         while written < frame.len() {
-            match w.out.get_ref().try_write(&frame[written..]) {
+            let Some(outcome) = w.out.get_ref().try_write(&frame[written..]) else {
+                break; // not a plain socket (`direct` said so already)
+            };
+            match outcome {
                 Ok(0) => return Direct::Failed,
                 Ok(n) => written += n,
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -275,7 +291,7 @@ impl Connection {
 
 /// The socket's write half and what a direct write could not finish.
 struct Writer {
-    out: BufWriter<OwnedWriteHalf>,
+    out: BufWriter<WriteSide>,
     leftover: Bytes,
 }
 
@@ -318,7 +334,7 @@ async fn write_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Bytes>) {
 
 async fn read_loop(
     conn: Arc<Connection>,
-    mut read: OwnedReadHalf,
+    mut read: ReadSide,
     handler: Arc<dyn RequestHandler>,
     config: ConnectionConfig,
 ) {

@@ -4,6 +4,7 @@
 //! - [`connection`], [`server`], [`client`]: connections, a listening server, a pooling client.
 //! - [`direct`]: blocking request/response in the caller's thread (synchronous sends).
 //! - [`processor`]: dispatch of requests to processors by request code.
+//! - [`tls`], [`stream`]: TLS on connections (RocketMQ's `tls.*` keys).
 
 pub mod batch;
 pub mod client;
@@ -13,6 +14,8 @@ pub mod error;
 pub mod memory;
 pub mod processor;
 pub mod server;
+pub mod stream;
+pub mod tls;
 
 pub use batch::{Accumulator, AddError, Added, BatchSettings, BatchSink};
 pub use client::{ClientConfig, RemotingClient};
@@ -24,3 +27,5 @@ pub use processor::{
     RequestProcessor, RequestRecord,
 };
 pub use server::{RemotingServer, ServerConfig};
+pub use stream::Stream;
+pub use tls::{ClientTls, ServerTls, TlsConfig, TlsMode};

@@ -1,4 +1,5 @@
-//! The tokio server: accepts connections and hands their requests to a [`ProcessorTable`].
+//! The tokio server: accepts connections (TLS as its [`ServerTls`] says) and hands their
+//! requests to a [`ProcessorTable`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -12,6 +13,7 @@ use tokio::task::JoinHandle;
 use crate::connection::{Connection, ConnectionConfig, RequestHandler};
 use crate::error::Result;
 use crate::processor::ProcessorTable;
+use crate::tls::{ServerTls, TlsMode};
 
 /// Server limits.
 #[derive(Debug, Clone)]
@@ -20,6 +22,8 @@ pub struct ServerConfig {
     pub max_connections: usize,
     /// Connections silent for this long are closed (RocketMQ: 120 s).
     pub idle_timeout: Option<Duration>,
+    /// TLS on the listener (`tls.server.mode`).
+    pub tls: Arc<ServerTls>,
 }
 
 impl Default for ServerConfig {
@@ -27,6 +31,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_connections: 10_000,
             idle_timeout: Some(Duration::from_secs(120)),
+            tls: Arc::new(ServerTls::disabled()),
         }
     }
 }
@@ -65,6 +70,21 @@ fn lock(map: &ConnectionMap) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Conne
     map.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn start_connection(
+    stream: crate::stream::Stream,
+    peer: SocketAddr,
+    handler: &Arc<Tracked>,
+    config: &ConnectionConfig,
+    accepted: &ConnectionMap,
+) {
+    match Connection::spawn(stream, handler.clone(), config.clone()) {
+        Ok(conn) => {
+            lock(accepted).insert(conn.id(), conn);
+        }
+        Err(e) => tracing::debug!(%peer, error = %e, "connection setup failed"),
+    }
+}
+
 impl RemotingServer {
     /// Binds `addr` (port 0 picks a free port) and starts accepting on the current runtime.
     pub async fn bind(addr: &str, table: ProcessorTable, config: ServerConfig) -> Result<Self> {
@@ -101,12 +121,25 @@ impl RemotingServer {
                     drop(stream);
                     continue;
                 }
-                match Connection::spawn(stream, handler.clone(), conn_config.clone()) {
-                    Ok(conn) => {
-                        lock(&accepted).insert(conn.id(), conn);
-                    }
-                    Err(e) => tracing::debug!(%peer, error = %e, "connection setup failed"),
+                if config.tls.mode() == TlsMode::Disabled {
+                    start_connection(stream.into(), peer, &handler, &conn_config, &accepted);
+                    continue;
                 }
+                // Telling TLS from plain waits for the client's first bytes: not in this loop.
+                let (tls, handler, conn_config, accepted) = (
+                    config.tls.clone(),
+                    handler.clone(),
+                    conn_config.clone(),
+                    accepted.clone(),
+                );
+                tokio::spawn(async move {
+                    match tls.accept(stream).await {
+                        Ok(stream) => {
+                            start_connection(stream, peer, &handler, &conn_config, &accepted)
+                        }
+                        Err(e) => tracing::info!(%peer, error = %e, "connection closed"),
+                    }
+                });
             }
         });
         Ok(RemotingServer {

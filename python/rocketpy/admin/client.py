@@ -29,6 +29,7 @@ from rocketpy.protocol import (
     ResponseCode,
     retry_topic,
 )
+from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import check_topic
 
 #: Topic permissions (``PermName``).
@@ -43,6 +44,8 @@ class Admin:
         timeout_ms: per-request timeout.
         credentials: the ACL account requests are signed with (``aclEnable`` servers;
             changes need an admin account); or ``access_key`` / ``secret_key``.
+        tls: connect with TLS (``True``: checking servers against ``tls_ca_file``, else the
+            system's CAs; or a :class:`rocketpy.TlsOptions`).
     """
 
     def __init__(
@@ -53,13 +56,19 @@ class Admin:
         credentials: SessionCredentials | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        tls: bool | TlsOptions = False,
+        tls_ca_file: str | None = None,
     ) -> None:
         self._namesrv = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
         if not self._namesrv:
             raise ClientError("namesrv_addr is empty")
         self._timeout = timeout_ms
         account = credentials_of(credentials, access_key, secret_key)
-        self._client = RemotingClient(credentials=account.native() if account else None)
+        tls_options = tls_of(tls, tls_ca_file)
+        self._client = RemotingClient(
+            credentials=account.native() if account else None,
+            tls=tls_options.native() if tls_options else None,
+        )
 
     def close(self) -> None:
         """Closes the connections."""

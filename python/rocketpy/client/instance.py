@@ -34,6 +34,7 @@ from rocketpy.credentials import SessionCredentials
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID, Property, RequestCode, ResponseCode
+from rocketpy.tls import TlsOptions
 
 log = logging.getLogger("rocketpy.client")
 
@@ -55,6 +56,8 @@ class ClientConfig:
         rebalance_interval_ms: rebalance period (also on NOTIFY_CONSUMER_IDS_CHANGED).
         request_timeout_ms: timeout of name server and admin requests.
         credentials: the ACL account every request is signed with (``aclEnable`` servers).
+        tls: TLS on every connection (servers with ``tls.server.mode`` permissive or
+            enforcing), see :class:`rocketpy.TlsOptions`.
     """
 
     namesrv_addr: str
@@ -65,6 +68,7 @@ class ClientConfig:
     rebalance_interval_ms: int = 20_000
     request_timeout_ms: int = 3_000
     credentials: SessionCredentials | None = None
+    tls: TlsOptions | None = None
 
     def namesrv_list(self) -> list[str]:
         """The name server addresses."""
@@ -128,6 +132,7 @@ class ClientInstance:
         self.remoting = RemotingClient(
             request_handler=self._on_server_request,
             credentials=config.credentials.native() if config.credentials else None,
+            tls=config.tls.native() if config.tls else None,
         )
         self._lock = threading.RLock()
         self._producers: dict[str, ProducerLike] = {}
@@ -154,6 +159,8 @@ class ClientInstance:
                 # Clients of different accounts never share an instance (its connections
                 # sign with one account).
                 base += f"~{config.credentials.access_key}"
+            if config.tls is not None:
+                base += f"~tls{abs(hash(config.tls))}"  # connections of one kind per instance
             n = 0
             while True:
                 name = base if n == 0 else f"{base}#{n}"

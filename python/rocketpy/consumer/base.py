@@ -39,6 +39,7 @@ from rocketpy.message import MessageQueue
 from rocketpy.metrics import METRICS, lag_of
 from rocketpy.protocol import MASTER_ID, PullSysFlag, RequestCode, ResponseCode, retry_topic
 from rocketpy.protocol import Property as P
+from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import check_group, check_topic
 
 log = logging.getLogger("rocketpy.consumer")
@@ -146,6 +147,8 @@ class ConsumerBase(abc.ABC):
         credentials: SessionCredentials | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        tls: bool | TlsOptions = False,
+        tls_ca_file: str | None = None,
     ) -> None:
         check_group(group)
         self.group = group
@@ -167,6 +170,9 @@ class ConsumerBase(abc.ABC):
         account = credentials_of(credentials, access_key, secret_key)
         if account is not None:
             self._config = dataclasses.replace(self._config, credentials=account)
+        tls_options = tls_of(tls, tls_ca_file)
+        if tls_options is not None:
+            self._config = dataclasses.replace(self._config, tls=tls_options)
         self._subscriptions: dict[str, Subscription] = {}
         self._topic_queues: dict[str, list[MessageQueue]] = {}
         self._table: dict[MessageQueue, PullRequest] = {}

@@ -76,6 +76,8 @@ class PushConsumer(ConsumerBase):
         allocate_strategy: how queues are shared (see ``rocketpy.consumer.allocate``).
         offset_store_dir: where broadcasting consumers keep offsets.
         instance_name, client_config: client instance settings.
+        tls: connect with TLS (``True``: checking servers against ``tls_ca_file``, else the
+            system's CAs; or a :class:`rocketpy.TlsOptions`).
         credentials: the ACL account requests are signed with (``aclEnable`` servers); or
             ``access_key`` / ``secret_key``.
 

@@ -5,7 +5,8 @@ any RocketMQ 4.x/5.x cluster, since each command makes the requests mqadmin make
 Every command takes ``-n/--namesrvAddr`` (default: ``$NAMESRV_ADDR``, as mqadmin). Listing
 commands take ``--json``. With ACL on the servers, requests are signed with the account of
 ``--accessKey``/``--secretKey``, else of ``$ROCKETMQ_ACCESS_KEY``/``$ROCKETMQ_SECRET_KEY``,
-else of ``$ROCKETMQ_HOME/conf/tools.yml`` as RocketMQ's mqadmin reads it. Errors print one line on stderr and exit 1 (2 for bad usage)."""
+else of ``$ROCKETMQ_HOME/conf/tools.yml`` as RocketMQ's mqadmin reads it. ``--tls`` (with
+``--tlsCaFile``) connects with TLS. Errors print one line on stderr and exit 1 (2 for bad usage)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,12 @@ def parser(prog: str = "mqadmin") -> argparse.ArgumentParser:
             help="ACL account (default: $ROCKETMQ_ACCESS_KEY, else $ROCKETMQ_HOME/conf/tools.yml)",
         )
         sp.add_argument(
+            "--tls",
+            action="store_true",
+            help="connect with TLS (servers with tls.server.mode permissive or enforcing)",
+        )
+        sp.add_argument("--tlsCaFile", help="CAs of the servers' certificates (PEM; --tls)")
+        sp.add_argument(
             "--secretKey",
             default=os.environ.get("ROCKETMQ_SECRET_KEY"),
             help="its secret key (default: $ROCKETMQ_SECRET_KEY)",
@@ -71,7 +78,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "mqadmin") -> None:
         raise SystemExit(2)
     try:
         credentials = _credentials(args)
-        with Admin(args.namesrvAddr, timeout_ms=args.timeout, credentials=credentials) as admin:
+        with Admin(
+            args.namesrvAddr,
+            timeout_ms=args.timeout,
+            credentials=credentials,
+            tls=args.tls or args.tlsCaFile is not None,
+            tls_ca_file=args.tlsCaFile,
+        ) as admin:
             args.run(admin, args)
     except (RocketpyError, OSError, ValueError) as e:
         print(f"{prog} {args.command}: {e}", file=sys.stderr)

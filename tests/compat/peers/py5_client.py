@@ -12,6 +12,7 @@ results are JSON lines on stdout (``ready``, ``sent``, ``received``, ``acked``, 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -43,6 +44,15 @@ def emit(event: str, **fields: Any) -> None:
 
 def config(spec: dict[str, Any]) -> ClientConfiguration:
     return ClientConfiguration(spec["endpoint"], Credentials(), spec.get("namespace", ""), 5)
+
+
+def tls(spec: dict[str, Any]) -> bool:
+    """Whether to connect with TLS: when the spec names a CA file (``tls_ca``), which gRPC
+    then trusts instead of the system's (its ``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH``)."""
+    if not spec.get("tls_ca"):
+        return False
+    os.environ["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = spec["tls_ca"]
+    return True
 
 
 def describe(m: Message) -> dict[str, Any]:
@@ -91,7 +101,7 @@ def message(spec: dict[str, Any], i: int) -> Message:
 
 
 def produce(spec: dict[str, Any]) -> None:
-    producer = Producer(config(spec), (spec["topic"],))
+    producer = Producer(config(spec), (spec["topic"],), tls_enable=tls(spec))
     producer.startup()
     try:
         emit("ready")
@@ -118,7 +128,10 @@ def transaction(spec: dict[str, Any]) -> None:
     left for the server's check, answered with ``checker``), then waits for stdin to close."""
     stop = stdin_closed()
     producer = Producer(
-        config(spec), (spec["topic"],), checker=Checker(spec.get("checker", "commit"))
+        config(spec),
+        (spec["topic"],),
+        checker=Checker(spec.get("checker", "commit")),
+        tls_enable=tls(spec),
     )
     producer.startup()
     try:
@@ -142,7 +155,11 @@ def simple_consume(spec: dict[str, Any]) -> None:
     their invisible time changed to ``extend_s`` first. Stops at ``count`` or ``timeout``."""
     expression = FilterExpression(spec.get("expression", "*"))
     consumer = SimpleConsumer(
-        config(spec), spec["group"], {spec["topic"]: expression}, spec.get("await_s", 5)
+        config(spec),
+        spec["group"],
+        {spec["topic"]: expression},
+        spec.get("await_s", 5),
+        tls_enable=tls(spec),
     )
     consumer.startup()
     held: set[str] = set()
@@ -199,6 +216,7 @@ def push_consume(spec: dict[str, Any]) -> None:
         spec["group"],
         Listener(spec),
         {spec["topic"]: FilterExpression(spec.get("expression", "*"))},
+        tls_enable=tls(spec),
     )
     consumer.startup()
     try:

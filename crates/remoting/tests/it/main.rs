@@ -2,6 +2,7 @@
 
 mod batch;
 mod direct;
+mod tls;
 mod transport;
 mod write_order;
 

@@ -172,6 +172,7 @@ async fn connection_cap_and_idle_timeout() {
     let config = ServerConfig {
         max_connections: 2,
         idle_timeout: Some(Duration::from_millis(300)),
+        ..ServerConfig::default()
     };
     let server = RemotingServer::bind("127.0.0.1:0", ProcessorTable::new(), config)
         .await

@@ -7,7 +7,18 @@ use rocketpy_protocol::message::properties;
 use rocketpy_protocol::message::record::MessageToStore;
 use rocketpy_store::{MessageStore, StoreConfig};
 
+/// A store on the real disk. The host disk may be shared and 90 % used by others (a CI run
+/// was refused every put): its fullness is not what these tests are about, so the ratio
+/// checks are off (the simulated disk of `sim_config` keeps RocketMQ's limits).
 pub fn config(root: &Path, commit_log_file: usize, cq_file: usize) -> StoreConfig {
+    let mut c = sized(root, commit_log_file, cq_file);
+    c.disk_max_used_space_ratio = 100;
+    c.disk_space_clean_forcibly_ratio = 100;
+    c.disk_space_warning_level_ratio = 100;
+    c
+}
+
+fn sized(root: &Path, commit_log_file: usize, cq_file: usize) -> StoreConfig {
     let mut c = StoreConfig::new(root);
     c.mapped_file_size_commit_log = commit_log_file;
     c.mapped_file_size_consume_queue = cq_file;
@@ -49,7 +60,7 @@ use rocketpy_store::{FlushDiskType, GetMessageStatus};
 /// A small store on the simulated disk: 64 KiB CommitLog files, 100-unit consume-queue files,
 /// a tiny index.
 pub fn sim_config(flush: FlushDiskType) -> StoreConfig {
-    let mut c = config(Path::new("/sim/store"), 64 * 1024, 20 * 100);
+    let mut c = sized(Path::new("/sim/store"), 64 * 1024, 20 * 100);
     c.flush_disk_type = flush;
     c.max_hash_slot_num = 64;
     c.max_index_num = 400;

@@ -1,0 +1,96 @@
+//! The gRPC listener's connections: plain TCP or TLS, as the broker's `tls.server.mode` says
+//! (TLS offers HTTP/2 by ALPN, which gRPC clients require). Handshakes run in tasks of their
+//! own, so a slow or silent client never holds up the next one.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use rocketpy_remoting::{ServerTls, Stream};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::server::{Connected, TcpConnectInfo};
+
+/// One accepted connection, with the addresses gRPC handlers see (`remote_addr`).
+pub(crate) struct GrpcConn {
+    stream: Stream,
+    info: TcpConnectInfo,
+}
+
+/// Connections of `listener`, TLS as `tls` says; the accepting stops when the receiver goes.
+pub(crate) fn incoming(
+    listener: TcpListener,
+    tls: Arc<ServerTls>,
+) -> ReceiverStream<io::Result<GrpcConn>> {
+    let tls = Arc::new(tls.with_alpn(&[b"h2"]));
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        loop {
+            let (tcp, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "gRPC accept failed");
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+                _ = tx.closed() => return,
+            };
+            let (tls, tx) = (tls.clone(), tx.clone());
+            tokio::spawn(async move {
+                let info = TcpConnectInfo {
+                    local_addr: tcp.local_addr().ok(),
+                    remote_addr: Some(peer),
+                };
+                let _ = tcp.set_nodelay(true);
+                match tls.accept(tcp).await {
+                    Ok(stream) => {
+                        let _ = tx.send(Ok(GrpcConn { stream, info })).await;
+                    }
+                    Err(e) => tracing::info!(%peer, error = %e, "gRPC connection closed"),
+                }
+            });
+        }
+    });
+    ReceiverStream::new(rx)
+}
+
+impl Connected for GrpcConn {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> TcpConnectInfo {
+        self.info.clone()
+    }
+}
+
+impl AsyncRead for GrpcConn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for GrpcConn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}

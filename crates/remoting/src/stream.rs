@@ -1,0 +1,164 @@
+//! What a connection runs over: a TCP stream, or TLS on one ([`crate::tls`]). Split into a
+//! read side and a write side for the connection's two tasks; only the plain write side can
+//! be written without waiting (`try_write`), since a TLS record must be sealed first.
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf, ReadHalf, WriteHalf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsStream;
+
+/// A connected stream.
+pub enum Stream {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS over TCP (boxed: its buffers are large).
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl From<TcpStream> for Stream {
+    fn from(tcp: TcpStream) -> Self {
+        Stream::Plain(tcp)
+    }
+}
+
+impl Stream {
+    /// The TCP stream underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(tcp) => tcp,
+            Stream::Tls(tls) => tls.get_ref().0,
+        }
+    }
+
+    /// The remote address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp().peer_addr()
+    }
+
+    /// Whether it is TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Stream::Tls(_))
+    }
+
+    /// Its read and write sides.
+    pub(crate) fn split(self) -> (ReadSide, WriteSide) {
+        match self {
+            Stream::Plain(tcp) => {
+                let (r, w) = tcp.into_split();
+                (ReadSide::Plain(r), WriteSide::Plain(w))
+            }
+            Stream::Tls(tls) => {
+                let (r, w) = tokio::io::split(tls);
+                (ReadSide::Tls(r), WriteSide::Tls(w))
+            }
+        }
+    }
+}
+
+/// The read side of a [`Stream`].
+pub(crate) enum ReadSide {
+    Plain(OwnedReadHalf),
+    Tls(ReadHalf<Box<TlsStream<TcpStream>>>),
+}
+
+/// The write side of a [`Stream`].
+pub(crate) enum WriteSide {
+    Plain(OwnedWriteHalf),
+    Tls(WriteHalf<Box<TlsStream<TcpStream>>>),
+}
+
+impl WriteSide {
+    /// Writes what the socket takes now without waiting; `None` for TLS, which cannot.
+    pub(crate) fn try_write(&self, buf: &[u8]) -> Option<io::Result<usize>> {
+        match self {
+            WriteSide::Plain(w) => Some(w.try_write(buf)),
+            WriteSide::Tls(_) => None,
+        }
+    }
+}
+
+impl AsyncRead for ReadSide {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadSide::Plain(r) => Pin::new(r).poll_read(cx, buf),
+            ReadSide::Tls(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for WriteSide {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            WriteSide::Plain(w) => Pin::new(w).poll_write(cx, buf),
+            WriteSide::Tls(w) => Pin::new(w).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteSide::Plain(w) => Pin::new(w).poll_flush(cx),
+            WriteSide::Tls(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            WriteSide::Plain(w) => Pin::new(w).poll_shutdown(cx),
+            WriteSide::Tls(w) => Pin::new(w).poll_shutdown(cx),
+        }
+    }
+}
+
+/// A [`Stream`] is itself readable and writable (the gRPC proxy serves HTTP/2 over it).
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}

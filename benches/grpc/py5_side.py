@@ -1,10 +1,11 @@
 """The gRPC side of ``benches.grpc``, run with the Python of the ``make compat-py5`` venv: the
 official RocketMQ 5.x Python client sending or receiving+acking from ``threads`` threads for
 ``seconds``, or (``send_stub``) the client package's generated gRPC stub sending with
-``inflight`` calls in flight on asyncio — the protocol without the client's own Python work,
+``inflight`` calls in flight on asyncio, or (``receive_stub``) receiving 32 at a time and
+acking each batch with one AckMessage — the protocol without the client's own Python work,
 so the server, not the client, sets the pace. Prints one JSON line with what it did.
 
-    python py5_side.py '{"action": "send"|"receive"|"send_stub", "endpoint": ..., ...}'
+    python py5_side.py '{"action": "send"|"receive"|"send_stub"|"receive_stub", ...}'
 """
 
 from __future__ import annotations
@@ -81,10 +82,77 @@ def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
     return asyncio.run(run())
 
 
+def receive_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
+    """Receives (``batch`` at a time) with ``inflight`` receives in flight and acks each batch
+    with one AckMessage of its entries: what the protocol allows a client to do."""
+    import asyncio
+    import uuid
+
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+
+    import grpc
+
+    async def run() -> tuple[int, float]:
+        md = (("x-mq-client-id", f"bench-stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
+        group, topic = d.Resource(name=spec["group"]), d.Resource(name=spec["topic"])
+        host, port = spec["endpoint"].rsplit(":", 1)
+        endpoints = d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
+        async with grpc.aio.insecure_channel(spec["endpoint"]) as channel:
+            stub = sg.MessagingServiceStub(channel)
+            qa = await stub.QueryAssignment(
+                s.QueryAssignmentRequest(topic=topic, group=group, endpoints=endpoints),
+                metadata=md,
+            )
+            queues = [a.message_queue for a in qa.assignments]
+            if not queues:
+                raise SystemExit(f"no assignment: {qa.status}")
+            count = 0
+            stop = time.monotonic() + spec["seconds"]
+
+            async def worker(i: int) -> None:
+                nonlocal count
+                while time.monotonic() < stop:
+                    req = s.ReceiveMessageRequest(
+                        group=group, message_queue=queues[i % len(queues)],
+                        filter_expression=d.FilterExpression(type=d.TAG, expression="*"),
+                        batch_size=spec.get("batch", 32), auto_renew=False,
+                    )  # fmt: skip
+                    req.invisible_duration.seconds = 30
+                    req.long_polling_timeout.seconds = 1
+                    got = [
+                        r.message
+                        async for r in stub.ReceiveMessage(req, metadata=md, timeout=10)
+                        if r.HasField("message")
+                    ]
+                    if not got:
+                        continue
+                    entries = [
+                        s.AckMessageEntry(
+                            message_id=m.system_properties.message_id,
+                            receipt_handle=m.system_properties.receipt_handle,
+                        )
+                        for m in got
+                    ]
+                    ack = s.AckMessageRequest(group=group, topic=topic, entries=entries)
+                    r = await stub.AckMessage(ack, metadata=md)
+                    if r.status.code != d.OK:
+                        raise SystemExit(f"ack failed: {r.status}")
+                    count += len(got)
+
+            started = time.monotonic()
+            await asyncio.gather(*[worker(i) for i in range(spec["inflight"])])
+            return count, time.monotonic() - started
+
+    return asyncio.run(run())
+
+
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    if spec["action"] == "send_stub":
-        n, elapsed = send_stub(spec)
+    if spec["action"] in ("send_stub", "receive_stub"):
+        stub = send_stub if spec["action"] == "send_stub" else receive_stub
+        n, elapsed = stub(spec)
         print(json.dumps({"count": n, "seconds": elapsed}), flush=True)
         return
     config = ClientConfiguration(spec["endpoint"], Credentials(), "", 10)

@@ -5,8 +5,11 @@
   synchronously from ``--threads`` threads for ``--seconds``; and the client package's
   generated gRPC stub with ``--inflight`` calls in flight (the protocol without the client's
   Python work);
-- consume: the 5.x SimpleConsumer receiving (32 at a time) and acking each message, and
-  rocketpy's PushConsumer, each reading a backlog of its own for ``--seconds``.
+- consume: the 5.x SimpleConsumer receiving (32 at a time) and acking each message, the stub
+  receiving 32 at a time with ``--inflight``/8 receives in flight and acking each batch in one
+  AckMessage (what the protocol allows; the server sets the pace), and rocketpy's
+  PushConsumer, each reading a backlog (the stub the client's, as a group of its own) for
+  ``--seconds``.
 
 Rounds alternate the order; the figures are medians. Both paths end in the same broker and
 store; what differs is the protocol, the proxy and the client. The broker runs as its own
@@ -197,8 +200,15 @@ def main(argv: list[str] | None = None) -> int:
                 group5 = f"bench-grpc-5x-{r}"
                 recv5 = dict(action="receive", endpoint=endpoint, topic=topics[5], group=group5,
                              threads=args.threads, seconds=args.seconds)  # fmt: skip
+                # The stub reads the same backlog after the client (a group of its own).
+                stub5 = dict(recv5, action="receive_stub", group=f"{group5}-stub",
+                             inflight=args.inflight // 8)  # fmt: skip
+                with Admin(ns) as admin:
+                    for mq in admin.topic_stats(topics[5]):
+                        admin.commit_offset(stub5["group"], mq, 0)
                 recvs = [
                     ("receive+ack 5.x (gRPC)", lambda spec=recv5: py5(spec)),
+                    ("receive+ack gRPC stub", lambda spec=stub5: py5(spec)),
                     ("consume 4.x (remoting)", lambda t=topics[4]: consume_4x(
                         ns, t, args.seconds, args.backlog)),
                 ]  # fmt: skip
@@ -213,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {k:24} {rate[k]:10,.0f} msg/s   broker CPU {cpu[k]:6.1f} us/msg")
     for a, b in (("send 5.x (gRPC)", "send 4.x (remoting)"),
                  ("send gRPC stub", "send 4.x (remoting)"),
-                 ("receive+ack 5.x (gRPC)", "consume 4.x (remoting)")):  # fmt: skip
+                 ("receive+ack 5.x (gRPC)", "consume 4.x (remoting)"),
+                 ("receive+ack gRPC stub", "consume 4.x (remoting)")):  # fmt: skip
         print(f"{a} / {b}: rate {rate[a] / rate[b]:.2f}, broker messages per CPU second "
               f"{cpu[b] / cpu[a]:.2f} (target >= 0.5)")  # fmt: skip
     return 0

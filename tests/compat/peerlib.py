@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from devserver import HOST_DISK_SETTINGS
+
 PEERS = Path(__file__).with_name("peers")
 
 
@@ -113,8 +115,7 @@ class Cluster:
             # Retries come back after a second instead of after 10 s, 30 s, 1 min, ...
             "--set", "messageDelayLevel=" + " ".join(["1s"] * 18),
             # Not refused because the shared host disk is 90 % used (tests/devserver.py).
-            "--set", "diskMaxUsedSpaceRatio=100", "--set", "diskSpaceCleanForciblyRatio=100",
-            "--set", "diskSpaceWarningLevelRatio=100",
+            *(a for k, v in HOST_DISK_SETTINGS.items() for a in ("--set", f"{k}={v}")),
             *broker_args,
         )  # fmt: skip
         self.broker = self.broker_proc.address

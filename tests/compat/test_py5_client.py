@@ -278,6 +278,32 @@ def test_two_simple_consumers_share_messages_beside_a_4x_group(
     assert sorted(m.body.decode() for m in got.messages) == sorted(f"s-{i}" for i in range(40))
 
 
+@feature("one AckMessage acking many received messages")
+def test_one_ack_of_many_entries_ends_exactly_those(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    """The proxy acks a request's entries per broker in one BATCH_ACK_MESSAGE: the acked
+    messages never come back, the one left out does, once more."""
+    topic = "Py5BatchAck"
+    create(cluster5, topic, queues=1)
+    bodies = [f"b-{i}" for i in range(10)]
+    with Producer("to-py5-batch-ack", cluster5.namesrv) as p:
+        for b in bodies:
+            p.send(Message(topic, b.encode()))
+    with Admin(cluster5.namesrv) as admin:
+        for mq in admin.topic_stats(topic):
+            admin.commit_offset("py5-batch-ack", mq, 0)
+    c = py5(
+        peers, tmp_path, action="stub_batch_ack", endpoint=cluster5.grpc, group="py5-batch-ack",
+        topic=topic, count=10, hold=["b-4"], invisible_s=2, timeout=12,
+    )  # fmt: skip
+    events = c.finish(timeout=60)
+    [acked] = [e for e in events if e["event"] == "acked"]
+    assert acked["status"] == 20000 and acked["entries"] == [20000] * 9, acked
+    received = [(e["body"], e["delivery_attempt"]) for e in events if e["event"] == "received"]
+    assert sorted(received) == sorted([(b, 1) for b in bodies] + [("b-4", 2)]), received
+
+
 @feature("the protocol file matches the client's published descriptors")
 def test_our_protocol_file_matches_the_clients_descriptors():
     """rocketpy's messaging.proto (written from the protocol's published names and numbers)

@@ -5,6 +5,7 @@
 //! under its retry topic (`%RETRY%group`), and a retry topic named by a request is its
 //! group's.
 
+use rocketpy_protocol::body::batch_ack::BatchAckMessageRequestBody;
 use rocketpy_protocol::body::{fastjson, HeartbeatData};
 use rocketpy_protocol::code::request;
 use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
@@ -118,6 +119,21 @@ pub fn needs(req: &RemotingCommand, server: Server) -> Result<Needs, String> {
             }
             n.group(req.field_opt("consumerGroup"));
         }
+        request::BATCH_ACK_MESSAGE => {
+            let body: BatchAckMessageRequestBody = fastjson::from_slice(&req.body)
+                .map_err(|e| format!("the batch ack's body is not readable: {e}"))?;
+            let mut named: Vec<(&str, &str)> = body
+                .acks
+                .iter()
+                .map(|a| (a.topic.as_str(), a.consumer_group.as_str()))
+                .collect();
+            named.sort_unstable();
+            named.dedup();
+            for (topic, group) in named {
+                n.topic(Some(topic), SUB);
+                n.group(Some(group));
+            }
+        }
         request::QUERY_MESSAGE | request::VIEW_MESSAGE_BY_ID => {
             n.topic(req.field_opt("topic"), SUB)
         }
@@ -184,6 +200,13 @@ mod tests {
             vec![("%RETRY%g".into(), SUB), ("T".into(), SUB)]
         );
         assert!(needs(&req(34, &[], b"{not json"), Server::Broker).is_err());
+        let acks = br#"{"brokerName":"b","acks":[{"c":"g","t":"T","so":1,"b":"AQ=="},{"c":"g","t":"T","so":9,"b":"AQ=="}]}"#;
+        assert_eq!(
+            needs(&req(200151, &[], acks), Server::Broker)
+                .unwrap()
+                .resources,
+            vec![("T".into(), SUB), ("%RETRY%g".into(), SUB)]
+        );
         assert!(
             needs(&req(17, &[("topic", "T")], b""), Server::Broker)
                 .unwrap()

@@ -142,6 +142,7 @@ async fn revive_loop(broker: Arc<BrokerInner>) {
 async fn start_proxy(
     inner: &Arc<BrokerInner>,
     tls: Arc<ServerTls>,
+    server: &RemotingServer,
 ) -> Result<Option<rocketpy_proxy::Proxy>> {
     let cfg = inner.config();
     let Ok(port) = u16::try_from(cfg.grpc_server_port) else {
@@ -161,6 +162,12 @@ async fn start_proxy(
         credentials: cfg.credentials(),
         tls,
         client_tls: inner.namesrv.config().tls.clone(),
+        // Requests for this broker skip the socket (and TLS): same process, same answers.
+        in_process: Some((
+            inner.broker_addr.clone(),
+            server.in_process(),
+            inner.store_host,
+        )),
         ..rocketpy_proxy::ProxyConfig::default()
     };
     let proxy = rocketpy_proxy::Proxy::start(config).await.map_err(|e| {
@@ -491,7 +498,7 @@ impl Broker {
                 }
             }
         }));
-        let proxy = start_proxy(&inner, server_tls).await?;
+        let proxy = start_proxy(&inner, server_tls, &server).await?;
         tracing::info!(addr = %inner.broker_addr, listen = %server.local_addr(), name = %inner.config().broker_name, "broker started");
         Ok(Broker {
             inner,

@@ -91,6 +91,8 @@ codes! {
         POP_MESSAGE = 200050,
         /// 5.x: a popped message is done.
         ACK_MESSAGE = 200051,
+        /// 5.x: many popped messages are done (`BatchAckMessageRequestBody`).
+        BATCH_ACK_MESSAGE = 200151,
         /// 5.x: a popped message stays invisible for longer (or shorter).
         CHANGE_MESSAGE_INVISIBLETIME = 200053,
     }

@@ -2,13 +2,15 @@
 //! (`apache.rocketmq.v2.MessagingService`) in front of brokers speaking the remoting
 //! protocol, as RocketMQ 5's proxy runs in cluster mode. It keeps no message state of its
 //! own: routes come from the name servers, sends become SEND_MESSAGE_V2, receives become
-//! pops (POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME) and receipt handles carry
-//! everything an ack needs. What it remembers — each client's settings and its telemetry
+//! pops (POP_MESSAGE, ACK_MESSAGE or BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME) and
+//! receipt handles carry everything an ack needs. Inside a broker it reaches that broker
+//! through an in-process pipe ([`ProxyConfig::in_process`]), the others over TCP. What it remembers — each client's settings and its telemetry
 //! stream — a client re-sends when it reconnects.
 //!
 //! It runs inside a broker process (`grpcServerPort`) or on its own (`rocketpy proxy`), and
 //! works the same in front of Apache RocketMQ 5.x brokers, which serve the same requests.
 
+pub mod ack;
 pub mod clients;
 pub mod context;
 pub mod convert;
@@ -67,6 +69,9 @@ pub struct ProxyConfig {
     pub tls: Arc<rocketpy_remoting::ServerTls>,
     /// TLS of the proxy's connections to brokers and name servers (the broker's `tls.enable`).
     pub client_tls: Option<rocketpy_remoting::ClientTls>,
+    /// The broker this proxy runs in, reached without a socket: its advertised address, its
+    /// server's in-process connector, and the address it sees the proxy as.
+    pub in_process: Option<(String, rocketpy_remoting::InProcess, std::net::SocketAddr)>,
 }
 
 impl Default for ProxyConfig {
@@ -83,6 +88,7 @@ impl Default for ProxyConfig {
             remoting_timeout: Duration::from_secs(3),
             credentials: None,
             tls: Arc::new(rocketpy_remoting::ServerTls::disabled()),
+            in_process: None,
             client_tls: None,
         }
     }
@@ -126,6 +132,7 @@ impl ProxyInner {
                     direct_connections: 0,
                     credentials: config.credentials.clone(),
                     tls: config.client_tls.clone(),
+                    in_process: config.in_process.clone(),
                     ..ClientConfig::default()
                 },
                 Some(relay),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::{
-    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
+    ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
     ConsumerSendMsgBackRequestHeader, PopMessageRequestHeader, PopMessageResponseHeader,
 };
 use rocketpy_protocol::message::properties::{self, keys};
@@ -281,7 +281,7 @@ async fn pop(
         };
         if !tag_matches(v, wanted.as_deref()) {
             // A tag whose hash collided with a wanted one: not this client's.
-            let _ = ack_one(proxy, &group, &topic, &handle).await;
+            let _ = crate::ack::ack_one(proxy, &group, &topic, &handle).await;
             continue;
         }
         if attempt > max_attempts {
@@ -342,89 +342,6 @@ fn order_counts(info: &str) -> Vec<(i32, Option<i64>, i32)> {
         .collect()
 }
 
-/// Acks one message at its broker.
-async fn ack_one(
-    proxy: &ProxyInner,
-    group: &str,
-    topic: &str,
-    handle: &ReceiptHandle,
-) -> Result<(), ProxyError> {
-    let addr = proxy.routes.master(&handle.broker_name, topic).await?;
-    let header = AckMessageRequestHeader {
-        consumer_group: group.to_owned(),
-        topic: handle.real_topic(topic, group),
-        queue_id: handle.queue_id,
-        extra_info: handle.extra_info.clone(),
-        offset: handle.queue_offset,
-    };
-    let req = crate::remoting_request(request::ACK_MESSAGE).with_header(&header);
-    let resp = proxy
-        .remoting
-        .invoke(&addr, req, proxy.config.remoting_timeout)
-        .await?;
-    if resp.code != response::SUCCESS {
-        return Err(ProxyError::new(
-            Code::InternalServerError,
-            format!(
-                "ack failed: {}",
-                resp.remark.as_deref().unwrap_or("status is abnormal")
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// A parsed, still valid receipt handle.
-fn valid_handle(text: &str) -> Result<ReceiptHandle, ProxyError> {
-    let handle = ReceiptHandle::parse(text)
-        .ok_or_else(|| ProxyError::new(Code::InvalidReceiptHandle, "receipt handle is invalid"))?;
-    if handle.expired(now_millis()) {
-        return Err(ProxyError::new(
-            Code::InvalidReceiptHandle,
-            "receipt handle is expired",
-        ));
-    }
-    Ok(handle)
-}
-
-/// Handles AckMessage: each entry on its own; the response's status is theirs when they
-/// agree, MULTIPLE_RESULTS when not.
-pub async fn ack(
-    proxy: &ProxyInner,
-    ctx: &Context,
-    req: pb::AckMessageRequest,
-) -> pb::AckMessageResponse {
-    let group = req.group.as_ref().map(wrap).unwrap_or_default();
-    let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
-    let mut entries = Vec::new();
-    for e in req.entries {
-        let key = (ctx.client_id.clone(), group.clone(), e.message_id.clone());
-        let latest = proxy.renewals.take(&key, &e.receipt_handle);
-        let result = match valid_handle(&latest) {
-            Ok(handle) => ack_one(proxy, &group, &topic, &handle).await,
-            Err(err) => Err(err),
-        };
-        entries.push(pb::AckMessageResultEntry {
-            message_id: e.message_id,
-            receipt_handle: e.receipt_handle,
-            status: Some(result.map_or_else(|err| err.status(), |()| ok())),
-        });
-    }
-    let codes: Vec<i32> = entries
-        .iter()
-        .map(|e| e.status.as_ref().map_or(0, |s| s.code))
-        .collect();
-    let overall = match codes.first() {
-        None => ok(),
-        Some(c) if codes.iter().all(|x| x == c) => entries[0].status.clone().unwrap_or_else(ok),
-        Some(_) => status(Code::MultipleResults, "the entries have different results"),
-    };
-    pb::AckMessageResponse {
-        status: Some(overall),
-        entries,
-    }
-}
-
 /// Handles ChangeInvisibleDuration; the answer carries the message's new handle.
 pub async fn change_invisible(
     proxy: &ProxyInner,
@@ -437,7 +354,7 @@ pub async fn change_invisible(
         // The client chose the message's visibility: no more renewal.
         let key = (ctx.client_id.clone(), group.clone(), req.message_id.clone());
         let latest = proxy.renewals.take(&key, &req.receipt_handle);
-        let handle = valid_handle(&latest)?;
+        let handle = crate::ack::valid_handle(&latest)?;
         let ms = req.invisible_duration.as_ref().map_or(0, duration_ms);
         if ms < 0 || ms > proxy.config.max_invisible_time_ms {
             return Err(ProxyError::new(
@@ -507,7 +424,7 @@ async fn forward_to_dlq(
     if resp.code != response::SUCCESS {
         return Err(ProxyError::from_remoting(resp.code, resp.remark.as_deref()));
     }
-    ack_one(proxy, group, topic, handle).await
+    crate::ack::ack_one(proxy, group, topic, handle).await
 }
 
 /// Handles ForwardMessageToDeadLetterQueue.
@@ -520,7 +437,7 @@ pub async fn forward_dlq(
     let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
     let key = (ctx.client_id.clone(), group.clone(), req.message_id.clone());
     let latest = proxy.renewals.take(&key, &req.receipt_handle);
-    let result = match valid_handle(&latest) {
+    let result = match crate::ack::valid_handle(&latest) {
         Ok(handle) => forward_to_dlq(proxy, &group, &topic, &handle, &req.message_id).await,
         Err(e) => Err(e),
     };

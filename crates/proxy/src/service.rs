@@ -164,7 +164,7 @@ impl MessagingService for Service {
         };
         let ctx = context_or!(request, failed);
         self.inner.clients.touch(&ctx.client_id);
-        respond(receive::ack(&self.inner, &ctx, request.into_inner()).await)
+        respond(crate::ack::ack(&self.inner, &ctx, request.into_inner()).await)
     }
 
     async fn forward_message_to_dead_letter_queue(

@@ -316,6 +316,7 @@ impl RemotingClient {
                 )
             }),
             tls: tls.map(client_tls).transpose()?,
+            in_process: None,
         };
         Ok(RemotingClient {
             inner: NativeClient::new(config, handler, runtime().handle().clone()),

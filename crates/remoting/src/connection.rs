@@ -109,8 +109,11 @@ impl Connection {
     ) -> Result<Arc<Connection>> {
         let stream = stream.into();
         let peer = stream.peer_addr()?;
-        let _ = stream.tcp().set_nodelay(true);
+        if let Some(tcp) = stream.tcp() {
+            let _ = tcp.set_nodelay(true);
+        }
         let tls = stream.is_tls();
+        let direct = stream.writes_directly();
         let (read, write) = stream.split();
         let (tx, rx) = mpsc::channel(config.write_queue.max(1));
         let writer = Writer {
@@ -120,7 +123,7 @@ impl Connection {
         let conn = Arc::new(Connection {
             id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
             peer,
-            direct: !tls,
+            direct,
             tls,
             tx,
             writer: tokio::sync::Mutex::new(writer),

@@ -26,6 +26,6 @@ pub use processor::{
     ProcessError, ProcessResult, ProcessorTable, RequestGuard, RequestObserver, RequestOutcome,
     RequestProcessor, RequestRecord,
 };
-pub use server::{RemotingServer, ServerConfig};
+pub use server::{InProcess, RemotingServer, ServerConfig};
 pub use stream::Stream;
 pub use tls::{ClientTls, ServerTls, TlsConfig, TlsMode};

@@ -44,6 +44,44 @@ pub struct RemotingServer {
     stop: watch::Sender<bool>,
     accept_task: Mutex<Option<JoinHandle<()>>>,
     connections: ConnectionMap,
+    in_process: InProcess,
+}
+
+/// Opens connections to a server from its own process through in-process pipes: served as
+/// any accepted connection (the same processors, guard, idle timeout, shutdown), but no
+/// socket, system call or TCP stack carries the bytes. The broker's gRPC proxy reaches its
+/// own broker this way.
+#[derive(Clone)]
+pub struct InProcess {
+    handler: Arc<Tracked>,
+    config: ConnectionConfig,
+    connections: ConnectionMap,
+    stopped: watch::Receiver<bool>,
+    server_addr: SocketAddr,
+}
+
+impl std::fmt::Debug for InProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InProcess")
+            .field("server_addr", &self.server_addr)
+            .finish()
+    }
+}
+
+impl InProcess {
+    /// A new connection; the server sees `peer` as the client's address. Fails once the
+    /// server is shutting down.
+    pub fn connect(&self, peer: SocketAddr) -> Result<crate::stream::Stream> {
+        if *self.stopped.borrow() {
+            return Err(crate::RemotingError::Connect {
+                addr: self.server_addr.to_string(),
+                reason: "the server is shutting down".into(),
+            });
+        }
+        let (client, server) = crate::stream::Stream::pair(self.server_addr, peer);
+        start_connection(server, peer, &self.handler, &self.config, &self.connections);
+        Ok(client)
+    }
 }
 
 struct Tracked {
@@ -100,6 +138,13 @@ impl RemotingServer {
             idle_timeout: config.idle_timeout,
             ..ConnectionConfig::default()
         };
+        let in_process = InProcess {
+            handler: handler.clone(),
+            config: conn_config.clone(),
+            connections: connections.clone(),
+            stopped: stopped.clone(),
+            server_addr: local_addr,
+        };
         let accepted = connections.clone();
         let accept_task = tokio::spawn(async move {
             loop {
@@ -147,7 +192,13 @@ impl RemotingServer {
             stop,
             accept_task: Mutex::new(Some(accept_task)),
             connections,
+            in_process,
         })
+    }
+
+    /// Opens in-process connections to this server (see [`InProcess`]).
+    pub fn in_process(&self) -> InProcess {
+        self.in_process.clone()
     }
 
     /// The bound address (with the real port when bound to port 0).

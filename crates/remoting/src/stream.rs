@@ -1,13 +1,14 @@
-//! What a connection runs over: a TCP stream, or TLS on one ([`crate::tls`]). Split into a
-//! read side and a write side for the connection's two tasks; only the plain write side can
-//! be written without waiting (`try_write`), since a TLS record must be sealed first.
+//! What a connection runs over: a TCP stream, TLS on one ([`crate::tls`]), or an in-process
+//! pipe to a server in the same process ([`Stream::pair`]). Split into a read side and a
+//! write side for the connection's two tasks; only the plain TCP write side can be written
+//! without waiting (`try_write`), since a TLS record must be sealed first.
 
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf, ReadHalf, WriteHalf};
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf, ReadHalf, WriteHalf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsStream;
@@ -18,7 +19,17 @@ pub enum Stream {
     Plain(TcpStream),
     /// TLS over TCP (boxed: its buffers are large).
     Tls(Box<TlsStream<TcpStream>>),
+    /// One end of an in-process pipe; `peer` is the address the other end stands for.
+    Pipe {
+        /// The pipe.
+        io: DuplexStream,
+        /// Who is at the other end.
+        peer: SocketAddr,
+    },
 }
+
+/// Bytes a pipe holds before its writer waits (as much as a socket's buffers would).
+const PIPE_BUFFER: usize = 256 * 1024;
 
 impl From<TcpStream> for Stream {
     fn from(tcp: TcpStream) -> Self {
@@ -27,17 +38,44 @@ impl From<TcpStream> for Stream {
 }
 
 impl Stream {
-    /// The TCP stream underneath.
-    pub fn tcp(&self) -> &TcpStream {
+    /// Two connected in-process ends: the first sees `a_peer` at its other end, the second
+    /// `b_peer`. No socket and no system call carries their bytes.
+    pub fn pair(a_peer: SocketAddr, b_peer: SocketAddr) -> (Stream, Stream) {
+        let (a, b) = tokio::io::duplex(PIPE_BUFFER);
+        (
+            Stream::Pipe {
+                io: a,
+                peer: a_peer,
+            },
+            Stream::Pipe {
+                io: b,
+                peer: b_peer,
+            },
+        )
+    }
+
+    /// The TCP stream underneath (none for a pipe).
+    pub fn tcp(&self) -> Option<&TcpStream> {
         match self {
-            Stream::Plain(tcp) => tcp,
-            Stream::Tls(tls) => tls.get_ref().0,
+            Stream::Plain(tcp) => Some(tcp),
+            Stream::Tls(tls) => Some(tls.get_ref().0),
+            Stream::Pipe { .. } => None,
         }
     }
 
     /// The remote address.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().peer_addr()
+        match self {
+            Stream::Pipe { peer, .. } => Ok(*peer),
+            _ => self
+                .tcp()
+                .map_or_else(|| Err(io::Error::other("no socket")), TcpStream::peer_addr),
+        }
+    }
+
+    /// Whether writes may be made without waiting ([`WriteSide::try_write`]): plain TCP.
+    pub fn writes_directly(&self) -> bool {
+        matches!(self, Stream::Plain(_))
     }
 
     /// Whether it is TLS.
@@ -56,6 +94,10 @@ impl Stream {
                 let (r, w) = tokio::io::split(tls);
                 (ReadSide::Tls(r), WriteSide::Tls(w))
             }
+            Stream::Pipe { io, .. } => {
+                let (r, w) = tokio::io::split(io);
+                (ReadSide::Pipe(r), WriteSide::Pipe(w))
+            }
         }
     }
 }
@@ -64,20 +106,23 @@ impl Stream {
 pub(crate) enum ReadSide {
     Plain(OwnedReadHalf),
     Tls(ReadHalf<Box<TlsStream<TcpStream>>>),
+    Pipe(ReadHalf<DuplexStream>),
 }
 
 /// The write side of a [`Stream`].
 pub(crate) enum WriteSide {
     Plain(OwnedWriteHalf),
     Tls(WriteHalf<Box<TlsStream<TcpStream>>>),
+    Pipe(WriteHalf<DuplexStream>),
 }
 
 impl WriteSide {
-    /// Writes what the socket takes now without waiting; `None` for TLS, which cannot.
+    /// Writes what the socket takes now without waiting; `None` for TLS and pipes, which
+    /// cannot.
     pub(crate) fn try_write(&self, buf: &[u8]) -> Option<io::Result<usize>> {
         match self {
             WriteSide::Plain(w) => Some(w.try_write(buf)),
-            WriteSide::Tls(_) => None,
+            WriteSide::Tls(_) | WriteSide::Pipe(_) => None,
         }
     }
 }
@@ -91,6 +136,7 @@ impl AsyncRead for ReadSide {
         match self.get_mut() {
             ReadSide::Plain(r) => Pin::new(r).poll_read(cx, buf),
             ReadSide::Tls(r) => Pin::new(r).poll_read(cx, buf),
+            ReadSide::Pipe(r) => Pin::new(r).poll_read(cx, buf),
         }
     }
 }
@@ -104,6 +150,7 @@ impl AsyncWrite for WriteSide {
         match self.get_mut() {
             WriteSide::Plain(w) => Pin::new(w).poll_write(cx, buf),
             WriteSide::Tls(w) => Pin::new(w).poll_write(cx, buf),
+            WriteSide::Pipe(w) => Pin::new(w).poll_write(cx, buf),
         }
     }
 
@@ -111,6 +158,7 @@ impl AsyncWrite for WriteSide {
         match self.get_mut() {
             WriteSide::Plain(w) => Pin::new(w).poll_flush(cx),
             WriteSide::Tls(w) => Pin::new(w).poll_flush(cx),
+            WriteSide::Pipe(w) => Pin::new(w).poll_flush(cx),
         }
     }
 
@@ -118,6 +166,7 @@ impl AsyncWrite for WriteSide {
         match self.get_mut() {
             WriteSide::Plain(w) => Pin::new(w).poll_shutdown(cx),
             WriteSide::Tls(w) => Pin::new(w).poll_shutdown(cx),
+            WriteSide::Pipe(w) => Pin::new(w).poll_shutdown(cx),
         }
     }
 }
@@ -132,6 +181,7 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Pipe { io, .. } => Pin::new(io).poll_read(cx, buf),
         }
     }
 }
@@ -145,6 +195,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Pipe { io, .. } => Pin::new(io).poll_write(cx, buf),
         }
     }
 
@@ -152,6 +203,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s).poll_flush(cx),
+            Stream::Pipe { io, .. } => Pin::new(io).poll_flush(cx),
         }
     }
 
@@ -159,6 +211,7 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Pipe { io, .. } => Pin::new(io).poll_shutdown(cx),
         }
     }
 }

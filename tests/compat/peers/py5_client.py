@@ -4,7 +4,8 @@ the Python of the venv ``make compat-py5`` makes. Nothing here uses rocketpy.
 
     python py5_client.py '<json spec>'
 
-The spec's ``action`` is ``produce``, ``transaction``, ``simple_consume`` or ``push_consume``;
+The spec's ``action`` is ``produce``, ``transaction``, ``simple_consume``, ``push_consume``
+or ``stub_batch_ack``;
 results are JSON lines on stdout (``ready``, ``sent``, ``received``, ``acked``, ``checked``,
 ``done``, ``error``). Consumers run until their stdin closes or ``timeout`` passes.
 """
@@ -187,6 +188,69 @@ def simple_consume(spec: dict[str, Any]) -> None:
         consumer.shutdown()
 
 
+def stub_batch_ack(spec: dict[str, Any]) -> None:
+    """Through the package's generated gRPC stub (what its clients call underneath): receives
+    ``count`` messages and acks all but those in ``hold`` in ONE AckMessage of many entries
+    (the protocol allows it; the package's consumers ack one at a time), then receives again
+    until ``timeout`` to see what comes back (acking each of those on its own)."""
+    import uuid
+
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+
+    md = (("x-mq-client-id", f"stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
+    group, topic = d.Resource(name=spec["group"]), d.Resource(name=spec["topic"])
+    host, port = spec["endpoint"].rsplit(":", 1)
+    endpoints = d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
+    with grpc.insecure_channel(spec["endpoint"]) as channel:
+        stub = sg.MessagingServiceStub(channel)
+        qa = stub.QueryAssignment(
+            s.QueryAssignmentRequest(topic=topic, group=group, endpoints=endpoints), metadata=md
+        )
+        queue = qa.assignments[0].message_queue
+
+        def receive() -> list[Any]:
+            req = s.ReceiveMessageRequest(
+                group=group, message_queue=queue, batch_size=32, auto_renew=False,
+                filter_expression=d.FilterExpression(type=d.TAG, expression="*"),
+            )  # fmt: skip
+            req.invisible_duration.seconds = spec.get("invisible_s", 2)
+            req.long_polling_timeout.seconds = 1
+            got = [
+                r.message
+                for r in stub.ReceiveMessage(req, metadata=md, timeout=10)
+                if r.HasField("message")
+            ]
+            for m in got:
+                emit("received", body=m.body.decode(),
+                     delivery_attempt=m.system_properties.delivery_attempt)  # fmt: skip
+            return got
+
+        emit("ready")
+        first: list[Any] = []
+        deadline = time.monotonic() + spec.get("timeout", 60)
+        while len(first) < spec["count"] and time.monotonic() < deadline:
+            first += receive()
+        entries = [
+            s.AckMessageEntry(message_id=m.system_properties.message_id,
+                              receipt_handle=m.system_properties.receipt_handle)
+            for m in first if m.body.decode() not in spec.get("hold", [])
+        ]  # fmt: skip
+        r = stub.AckMessage(
+            s.AckMessageRequest(group=group, topic=topic, entries=entries), metadata=md
+        )
+        emit("acked", status=r.status.code, entries=[e.status.code for e in r.entries])
+        while time.monotonic() < deadline:
+            for m in receive():  # what comes back is acked alone (ACK_MESSAGE)
+                one = s.AckMessageEntry(message_id=m.system_properties.message_id,
+                                        receipt_handle=m.system_properties.receipt_handle)  # fmt: skip
+                stub.AckMessage(
+                    s.AckMessageRequest(group=group, topic=topic, entries=[one]), metadata=md
+                )
+
+
 class Listener(MessageListener):
     def __init__(self, spec: dict[str, Any]) -> None:
         self.fail_first = spec.get("fail_first", 0)
@@ -231,6 +295,7 @@ ACTIONS = {
     "transaction": transaction,
     "simple_consume": simple_consume,
     "push_consume": push_consume,
+    "stub_batch_ack": stub_batch_ack,
 }
 
 

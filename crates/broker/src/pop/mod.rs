@@ -33,7 +33,7 @@ use rocketpy_store::{Appended, GetMessageStatus, StoreError};
 use tokio::sync::Notify;
 
 use crate::BrokerInner;
-use records::{AckRecord, CheckpointRecord, ACK_TAG, CK_TAG};
+use records::{AckRecord, BatchAckRecord, CheckpointRecord, ACK_TAG, BATCH_ACK_TAG, CK_TAG};
 
 /// Queues of the revive topic (RocketMQ's `reviveQueueNum`); non-FIFO pops spread their
 /// checkpoints over them.
@@ -92,6 +92,17 @@ pub struct Checkpoint {
 }
 
 impl Checkpoint {
+    /// Marks `offset` done; false when it is not one of the checkpoint's or was done.
+    fn mark(&mut self, offset: i64) -> bool {
+        match self.offsets.iter().position(|o| *o == offset) {
+            Some(i) if self.done & (1 << i) == 0 => {
+                self.done |= 1 << i;
+                true
+            }
+            _ => false,
+        }
+    }
+
     fn all_done(&self) -> bool {
         self.done.count_ones() as usize >= self.offsets.len()
     }
@@ -215,25 +226,34 @@ impl PopService {
         key: &CkKey,
         offset: i64,
     ) -> Result<Option<Appended>, StoreError> {
-        let revive_qid = {
+        self.ack_many(broker, key, &[offset])
+    }
+
+    /// Marks `offsets` of checkpoint `key` done and writes one record for those that were
+    /// live (an ack record for one, a batch ack record for more); `None` when none was.
+    pub fn ack_many(
+        &self,
+        broker: &BrokerInner,
+        key: &CkKey,
+        offsets: &[i64],
+    ) -> Result<Option<Appended>, StoreError> {
+        let (revive_qid, fresh) = {
             let mut cks = self.checkpoints.lock();
             let Some(ck) = cks.get_mut(key) else {
                 return Ok(None);
             };
-            let Some(i) = ck.offsets.iter().position(|o| *o == offset) else {
-                return Ok(None);
-            };
-            if ck.done & (1 << i) != 0 {
-                return Ok(None);
-            }
-            ck.done |= 1 << i;
+            let fresh: Vec<i64> = offsets.iter().copied().filter(|o| ck.mark(*o)).collect();
             let revive_qid = ck.revive_qid;
             if ck.all_done() {
                 cks.remove(key);
             }
-            revive_qid
+            (revive_qid, fresh)
         };
-        write_ack(broker, key, offset, revive_qid).map(Some)
+        match fresh.as_slice() {
+            [] => Ok(None),
+            [one] => write_ack(broker, key, *one, revive_qid).map(Some),
+            many => write_batch_ack(broker, key, many, revive_qid).map(Some),
+        }
     }
 
     /// Revives every message whose invisible time ended by `now`: each goes to its group's
@@ -370,26 +390,36 @@ fn replay_record(cks: &mut HashMap<CkKey, Checkpoint>, raw: &[u8], log_offset: i
             );
         }
         Some(ACK_TAG) => {
-            let Ok(ack) = serde_json::from_slice::<AckRecord>(v.body) else {
-                return;
-            };
-            let key = CkKey {
-                topic: ack.topic,
-                group: ack.group,
-                queue_id: ack.queue_id,
-                start: ack.start_offset,
-                pop_time: ack.pop_time,
-            };
-            if let Some(ck) = cks.get_mut(&key) {
-                if let Some(i) = ck.offsets.iter().position(|o| *o == ack.ack_offset) {
-                    ck.done |= 1 << i;
-                }
-                if ck.all_done() {
-                    cks.remove(&key);
-                }
+            if let Ok(ack) = serde_json::from_slice::<AckRecord>(v.body) {
+                let offset = ack.ack_offset;
+                replay_acks(cks, ack, &[offset]);
+            }
+        }
+        Some(BATCH_ACK_TAG) => {
+            if let Ok(batch) = serde_json::from_slice::<BatchAckRecord>(v.body) {
+                replay_acks(cks, batch.ack, &batch.ack_offsets);
             }
         }
         _ => {}
+    }
+}
+
+/// Marks acked offsets of a checkpoint being rebuilt.
+fn replay_acks(cks: &mut HashMap<CkKey, Checkpoint>, ack: AckRecord, offsets: &[i64]) {
+    let key = CkKey {
+        topic: ack.topic,
+        group: ack.group,
+        queue_id: ack.queue_id,
+        start: ack.start_offset,
+        pop_time: ack.pop_time,
+    };
+    if let Some(ck) = cks.get_mut(&key) {
+        for offset in offsets {
+            ck.mark(*offset);
+        }
+        if ck.all_done() {
+            cks.remove(&key);
+        }
     }
 }
 
@@ -434,13 +464,8 @@ fn put_record<T: serde::Serialize>(
     broker.store.put_messages_nowait(std::slice::from_ref(&msg))
 }
 
-fn write_ack(
-    broker: &BrokerInner,
-    key: &CkKey,
-    offset: i64,
-    revive_qid: i32,
-) -> Result<Appended, StoreError> {
-    let record = AckRecord {
+fn ack_record(broker: &BrokerInner, key: &CkKey, offset: i64) -> AckRecord {
+    AckRecord {
         ack_offset: offset,
         start_offset: key.start,
         group: key.group.clone(),
@@ -448,12 +473,45 @@ fn write_ack(
         queue_id: key.queue_id,
         pop_time: key.pop_time,
         broker_name: broker.config().broker_name.clone(),
-    };
+    }
+}
+
+fn write_ack(
+    broker: &BrokerInner,
+    key: &CkKey,
+    offset: i64,
+    revive_qid: i32,
+) -> Result<Appended, StoreError> {
+    let record = ack_record(broker, key, offset);
     let uniq = format!(
         "{}@{}@{offset}@{}@{}@{}@{ACK_TAG}",
         key.topic, key.queue_id, key.group, key.pop_time, record.broker_name
     );
     put_record(broker, revive_qid, ACK_TAG, &record, &uniq)
+}
+
+/// One record for several offsets of a checkpoint (RocketMQ's `BatchAckMsg`, whose unique
+/// key lists the offsets as Java prints a list).
+fn write_batch_ack(
+    broker: &BrokerInner,
+    key: &CkKey,
+    offsets: &[i64],
+    revive_qid: i32,
+) -> Result<Appended, StoreError> {
+    let record = BatchAckRecord {
+        ack: ack_record(broker, key, -1),
+        ack_offsets: offsets.to_vec(),
+    };
+    let list: Vec<String> = offsets.iter().map(i64::to_string).collect();
+    let uniq = format!(
+        "{}@{}@[{}]@{}@{}@{BATCH_ACK_TAG}",
+        key.topic,
+        key.queue_id,
+        list.join(", "),
+        key.group,
+        key.pop_time
+    );
+    put_record(broker, revive_qid, BATCH_ACK_TAG, &record, &uniq)
 }
 
 /// Puts a copy of the message at `offset` of `key`'s queue into the group's pop retry topic

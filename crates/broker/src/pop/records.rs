@@ -1,6 +1,7 @@
 //! The revive log's records, with RocketMQ 5.x's field names (`PopCheckPoint`, `AckMsg`):
 //! a checkpoint ("ck") written when messages are popped, and an ack ("ack") when one of
-//! them is acked, changed or revived. They are messages of the revive topic, so they are as
+//! them is acked, changed or revived, or a batch ack ("bAck") when several of one checkpoint
+//! are acked at once. They are messages of the revive topic, so they are as
 //! durable as any message (the store's flush policy) and survive a restart: the broker
 //! rebuilds its checkpoints by reading them again (see `PopService::replay`).
 
@@ -10,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub const CK_TAG: &str = "ck";
 /// Tag of an ack record.
 pub const ACK_TAG: &str = "ack";
+/// Tag of a batch ack record (RocketMQ's `PopAckConstants.BATCH_ACK_TAG`).
+pub const BATCH_ACK_TAG: &str = "bAck";
 
 /// `PopCheckPoint`: the messages one pop took from one queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +81,18 @@ pub struct AckRecord {
     pub broker_name: String,
 }
 
+/// `BatchAckMsg`: several messages of one checkpoint are done (an `AckMsg` whose `ao` is -1
+/// and whose offsets are in `aol`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchAckRecord {
+    /// The ack fields; `ack_offset` is -1.
+    #[serde(flatten)]
+    pub ack: AckRecord,
+    /// The acked offsets.
+    #[serde(rename = "aol", default)]
+    pub ack_offsets: Vec<i64>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +126,10 @@ mod tests {
             serde_json::from_str(r#"{"ao":8,"so":5,"c":"g","t":"T","q":1,"pt":1000,"bn":"b"}"#)
                 .unwrap();
         assert_eq!(ack.ack_offset, 8);
+        let batch: BatchAckRecord = serde_json::from_str(
+            r#"{"aol":[5,7],"ao":-1,"so":5,"c":"g","t":"T","q":1,"pt":1000,"bn":"b"}"#,
+        )
+        .unwrap();
+        assert_eq!((batch.ack.start_offset, batch.ack_offsets), (5, vec![5, 7]));
     }
 }

@@ -95,6 +95,10 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     t.register(request::POP_MESSAGE, route(&slot, pop::pop_message));
     t.register(request::ACK_MESSAGE, route(&slot, pop_ack::ack_message));
     t.register(
+        request::BATCH_ACK_MESSAGE,
+        route(&slot, pop_ack::batch_ack_message),
+    );
+    t.register(
         request::CHANGE_MESSAGE_INVISIBLETIME,
         route(&slot, pop_ack::change_invisible_time),
     );

@@ -1,20 +1,23 @@
-//! ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (RocketMQ 5.x pop): a popped message is done,
+//! ACK_MESSAGE, BATCH_ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (RocketMQ 5.x pop): a popped message is done,
 //! or stays invisible for another while. The message is named by its topic (the retry topic
 //! for a retried one), queue, offset and POP_CK text.
 
 use std::sync::Arc;
 
+use rocketpy_protocol::body::batch_ack::{BatchAck, BatchAckMessageRequestBody};
+use rocketpy_protocol::body::fastjson;
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
 };
+use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{ok, reply, store_error, with_store_wait};
-use crate::pop::extra_info::ExtraInfo;
+use crate::pop::extra_info::{ExtraInfo, ORDER_REVIVE_QID};
 use crate::pop::order::OrderAck;
-use crate::pop::{normal_topic, CkKey};
+use crate::pop::{normal_topic, pop_retry_topic, CkKey};
 use crate::{now_millis, BrokerInner};
 
 /// The checks both requests share; returns the parsed POP_CK.
@@ -73,7 +76,8 @@ pub fn ack_message(
     )?;
     let group = h.consumer_group.as_str();
     if ei.is_order() {
-        return ack_orderly(broker, req, &h, &ei);
+        ack_orderly(broker, (&h.topic, group, h.queue_id), h.offset, ei.pop_time)?;
+        return reply(ok(req));
     }
     let key = CkKey {
         topic: h.topic.clone(),
@@ -92,43 +96,114 @@ pub fn ack_message(
     }
 }
 
+/// Handles BATCH_ACK_MESSAGE: each entry names one pop (checkpoint) and its acked offsets
+/// as bits over `offset - startOffset`; each pop's acks become one revive-log record. As in
+/// RocketMQ, entries for unknown queues and offsets outside a queue are skipped, and the
+/// answer is SUCCESS (NO_MESSAGE for an empty body).
+pub fn batch_ack_message(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let body: BatchAckMessageRequestBody = if req.body.is_empty() {
+        BatchAckMessageRequestBody::default()
+    } else {
+        fastjson::from_slice(&req.body).map_err(|e| {
+            ProcessError::new(
+                response::INVALID_PARAMETER,
+                format!("the batch ack's body is not readable: {e}"),
+            )
+        })?
+    };
+    if body.acks.is_empty() {
+        return reply(RemotingCommand::response_to(req, response::NO_MESSAGE));
+    }
+    let mut last = None;
+    for a in &body.acks {
+        let Some(topic) = real_topic(a) else {
+            continue; // an unknown retry flag: RocketMQ's parse fails on it
+        };
+        if broker.topics.get(&topic).is_none() {
+            continue;
+        }
+        let min = broker.store.min_offset_in_queue(&topic, a.queue_id);
+        let max = broker.store.max_offset_in_queue(&topic, a.queue_id);
+        let offsets: Vec<i64> = a
+            .bit_set
+            .indexes()
+            .map(|i| a.start_offset.saturating_add(i as i64))
+            .filter(|o| (min..=max).contains(o))
+            .collect();
+        let group = a.consumer_group.as_str();
+        if a.revive_queue_id == ORDER_REVIVE_QID {
+            for offset in offsets {
+                // A FIFO offset this group did not pop is skipped, as RocketMQ does.
+                let _ = ack_orderly(broker, (&topic, group, a.queue_id), offset, a.pop_time);
+            }
+            continue;
+        }
+        let key = CkKey {
+            topic,
+            group: group.to_owned(),
+            queue_id: a.queue_id,
+            start: a.start_offset,
+            pop_time: a.pop_time,
+        };
+        if let Some(appended) = broker
+            .pop
+            .ack_many(broker, &key, &offsets)
+            .map_err(store_error)?
+        {
+            last = Some(appended);
+        }
+    }
+    match last {
+        Some(appended) => Ok(with_store_wait(broker, ok(req), appended, true)),
+        None => reply(ok(req)),
+    }
+}
+
+/// The topic a batch ack's entry names: its topic, or the group's pop retry topic of it.
+fn real_topic(a: &BatchAck) -> Option<String> {
+    match a.retry.as_str() {
+        "0" | "" => Some(a.topic.clone()),
+        "1" => Some(pop_retry_topic(&a.topic, &a.consumer_group)),
+        "2" => Some(format!(
+            "{RETRY_GROUP_TOPIC_PREFIX}{}+{}",
+            a.consumer_group, a.topic
+        )),
+        _ => None,
+    }
+}
+
 /// A FIFO ack: the group's offset moves to the first message of the pop not acked yet, and
 /// the queue is released for the next pop once all are.
 fn ack_orderly(
     broker: &BrokerInner,
-    req: &RemotingCommand,
-    h: &AckMessageRequestHeader,
-    ei: &ExtraInfo,
-) -> ProcessResult {
-    let group = h.consumer_group.as_str();
-    let committed = broker
-        .offsets
-        .query(group, &h.topic, h.queue_id)
-        .unwrap_or(-1);
-    if h.offset < committed {
-        return reply(ok(req)); // acked before
+    (topic, group, queue_id): (&str, &str, i32),
+    offset: i64,
+    pop_time: i64,
+) -> Result<(), ProcessError> {
+    let committed = broker.offsets.query(group, topic, queue_id).unwrap_or(-1);
+    if offset < committed {
+        return Ok(()); // acked before
     }
     match broker
         .pop
         .order
-        .ack(&h.topic, group, h.queue_id, h.offset, ei.pop_time)
+        .ack(topic, group, queue_id, offset, pop_time)
     {
         OrderAck::Commit(next) => {
             if next > committed {
-                broker.offsets.commit(group, &h.topic, h.queue_id, next);
+                broker.offsets.commit(group, topic, queue_id, next);
             }
-            broker
-                .pop
-                .wake(normal_topic(&h.topic, group).unwrap_or(&h.topic));
-            reply(ok(req))
+            broker.pop.wake(normal_topic(topic, group).unwrap_or(topic));
+            Ok(())
         }
-        OrderAck::Stale => reply(ok(req)),
+        OrderAck::Stale => Ok(()),
         OrderAck::Unknown => Err(ProcessError::new(
             response::MESSAGE_ILLEGAL,
-            format!(
-                "the offset {} of {}@{} was not popped by {group}",
-                h.offset, h.topic, h.queue_id
-            ),
+            format!("the offset {offset} of {topic}@{queue_id} was not popped by {group}"),
         )),
     }
 }

@@ -3,6 +3,7 @@
 //! Field names are a compatibility surface: they are RocketMQ's Java bean property names.
 
 pub mod admin;
+pub mod batch_ack;
 pub mod fastjson;
 pub mod heartbeat;
 pub mod lenient;

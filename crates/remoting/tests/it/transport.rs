@@ -230,3 +230,65 @@ async fn graceful_shutdown_answers_requests_in_flight() {
         "no longer listening"
     );
 }
+
+/// A client in the server's process reaches it through pipes: same processors, the peer
+/// address it was given, no socket (the address is not one), closed by the server's shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_process_connections_are_served_like_accepted_ones() {
+    const PEER: i32 = 1002;
+    let mut table = ProcessorTable::new();
+    table.register(
+        PEER,
+        Arc::new(
+            |conn: &Arc<rocketpy_remoting::Connection>, req: &RemotingCommand| {
+                let resp = RemotingCommand::response_to(req, response::SUCCESS)
+                    .with_remark(conn.peer().to_string())
+                    .with_body(req.body.clone());
+                Ok(Reply::Now(Some(resp)))
+            },
+        ),
+    );
+    crate::register_slow(&mut table, SLOW);
+    let server = RemotingServer::bind("127.0.0.1:0", table, ServerConfig::default())
+        .await
+        .unwrap();
+    let me: std::net::SocketAddr = "10.1.2.3:4567".parse().unwrap();
+    let addr = "in-process:1";
+    let client = RemotingClient::new(
+        ClientConfig {
+            in_process: Some((addr.to_owned(), server.in_process(), me)),
+            ..ClientConfig::default()
+        },
+        None,
+        tokio::runtime::Handle::current(),
+    );
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = vec![i as u8; 64 * 1024 + i]; // larger than one read of the pipe
+            let req = RemotingCommand::request(PEER).with_body(body.clone());
+            let resp = client
+                .invoke(addr, req, Duration::from_secs(5))
+                .await
+                .unwrap();
+            assert_eq!(resp.remark.as_deref(), Some("10.1.2.3:4567"));
+            assert_eq!(resp.body.as_ref(), body.as_slice());
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(server.connection_count(), 1, "one pipe, shared");
+    let slow = client.invoke(addr, RemotingCommand::request(SLOW), Duration::from_secs(5));
+    let (answer, ()) = tokio::join!(slow, server.shutdown_graceful(Duration::from_secs(2)));
+    assert_eq!(
+        answer.unwrap().code,
+        response::SUCCESS,
+        "answered before closing"
+    );
+    let after = client
+        .invoke(addr, RemotingCommand::request(PEER), Duration::from_secs(1))
+        .await;
+    assert!(after.is_err(), "a stopped server takes no new pipes");
+}

@@ -3,8 +3,9 @@
 //! protocol, as RocketMQ 5's proxy runs in cluster mode. It keeps no message state of its
 //! own: routes come from the name servers, sends become SEND_MESSAGE_V2, receives become
 //! pops (POP_MESSAGE, ACK_MESSAGE or BATCH_ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME) and
-//! receipt handles carry everything an ack needs. Inside a broker it reaches that broker
-//! through an in-process pipe ([`ProxyConfig::in_process`]), the others over TCP. What it remembers — each client's settings and its telemetry
+//! receipt handles carry everything an ack needs. Inside a broker it hands its requests for
+//! that broker straight to the broker's processors ([`ProxyConfig::in_process`]); the others
+//! it reaches over TCP. What it remembers — each client's settings and its telemetry
 //! stream — a client re-sends when it reconnects.
 //!
 //! It runs inside a broker process (`grpcServerPort`) or on its own (`rocketpy proxy`), and

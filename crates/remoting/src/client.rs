@@ -59,6 +59,8 @@ struct Inner {
     config: ClientConfig,
     runtime: Handle,
     direct: DirectPool,
+    /// The in-process server's side of our connection to it (see [`ClientConfig::in_process`]).
+    served: Mutex<Option<Arc<Connection>>>,
 }
 
 /// Answers server-initiated requests when the user gave no handler.
@@ -98,6 +100,7 @@ impl RemotingClient {
                 ),
                 config,
                 runtime,
+                served: Mutex::new(None),
             }),
         }
     }
@@ -115,12 +118,18 @@ impl RemotingClient {
         if let Some(conn) = guard.as_ref().filter(|c| !c.is_closed()) {
             return Ok(conn.clone());
         }
+        if let Some((server, us)) = self.in_process(addr) {
+            let (stream, served) = server.connect(us)?;
+            let conn = Connection::spawn(
+                stream,
+                self.inner.handler.clone(),
+                ConnectionConfig::default(),
+            )?;
+            *self.inner.served.lock().unwrap_or_else(|e| e.into_inner()) = Some(served);
+            *guard = Some(conn.clone());
+            return Ok(conn);
+        }
         let connect = tokio::time::timeout(self.inner.config.connect_timeout, async {
-            if let Some((local, server, us)) = &self.inner.config.in_process {
-                if local == addr {
-                    return server.connect(*us).map_err(std::io::Error::other);
-                }
-            }
             let tcp = TcpStream::connect(addr).await?;
             match &self.inner.config.tls {
                 Some(tls) => tls.connect(addr, tcp).await,
@@ -151,6 +160,51 @@ impl RemotingClient {
         Ok(conn)
     }
 
+    /// The in-process server at `addr`, if [`ClientConfig::in_process`] names it.
+    fn in_process(&self, addr: &str) -> Option<(&crate::server::InProcess, std::net::SocketAddr)> {
+        match &self.inner.config.in_process {
+            Some((local, server, us)) if local == addr => Some((server, *us)),
+            _ => None,
+        }
+    }
+
+    /// Runs `request` in the in-process server `server` at `addr` (its processors, called
+    /// from this task: no frame, no pipe); the server's side of our connection to it is the
+    /// connection they see, so what they send back later (transaction checks) comes through
+    /// that pipe to our handler.
+    async fn invoke_in_process(
+        &self,
+        server: &crate::server::InProcess,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<Option<RemotingCommand>> {
+        let timed_out = || RemotingError::Timeout {
+            addr: addr.to_owned(),
+            millis: timeout.as_millis() as u64,
+        };
+        let started = tokio::time::Instant::now();
+        let conn = self.connection(addr).await?;
+        let served = self
+            .inner
+            .served
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let reply = served.and_then(|served| server.dispatch(&served, request));
+        if reply.is_none() {
+            conn.close(); // the server closed its side: the next request connects again
+        }
+        let left = timeout.saturating_sub(started.elapsed());
+        match reply {
+            None => Err(RemotingError::ConnectionClosed(addr.to_owned())),
+            Some(crate::Reply::Now(response)) => Ok(response),
+            Some(crate::Reply::Later(future)) => tokio::time::timeout(left, future)
+                .await
+                .map_err(|_| timed_out()),
+        }
+    }
+
     /// Sends `request` to `addr` and waits up to `timeout` for its response.
     pub async fn invoke(
         &self,
@@ -159,6 +213,15 @@ impl RemotingClient {
         timeout: Duration,
     ) -> Result<RemotingCommand> {
         self.sign(&mut request);
+        if let Some((server, _)) = self.in_process(addr) {
+            return self
+                .invoke_in_process(server, addr, request, timeout)
+                .await?
+                .ok_or_else(|| RemotingError::Timeout {
+                    addr: addr.to_owned(),
+                    millis: timeout.as_millis() as u64,
+                });
+        }
         let started = tokio::time::Instant::now();
         let conn = tokio::time::timeout(timeout, self.connection(addr))
             .await
@@ -174,6 +237,19 @@ impl RemotingClient {
     pub async fn invoke_oneway(&self, addr: &str, mut request: RemotingCommand) -> Result<()> {
         request.mark_oneway();
         self.sign(&mut request);
+        if self.in_process(addr).is_some() {
+            let (client, addr) = (self.clone(), addr.to_owned());
+            let timeout = self.inner.config.connect_timeout;
+            // Nobody waits for a oneway request's outcome.
+            tokio::spawn(async move {
+                if let Some((server, _)) = client.in_process(&addr) {
+                    let _ = client
+                        .invoke_in_process(server, &addr, request, timeout)
+                        .await;
+                }
+            });
+            return Ok(());
+        }
         self.connection(addr).await?.send(&request).await
     }
 

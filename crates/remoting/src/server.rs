@@ -47,10 +47,11 @@ pub struct RemotingServer {
     in_process: InProcess,
 }
 
-/// Opens connections to a server from its own process through in-process pipes: served as
-/// any accepted connection (the same processors, guard, idle timeout, shutdown), but no
-/// socket, system call or TCP stack carries the bytes. The broker's gRPC proxy reaches its
-/// own broker this way.
+/// A server's processors for a client in the same process (the broker's gRPC proxy): its
+/// connection is an in-process pipe served as any accepted connection (the same processors,
+/// guard, shutdown; no idle timeout), and its requests are handed to the processors directly
+/// ([`InProcess::dispatch`]) — no frame is encoded, no socket, system call or TCP stack is
+/// involved. The pipe carries what the server sends the client (transaction checks).
 #[derive(Clone)]
 pub struct InProcess {
     handler: Arc<Tracked>,
@@ -69,18 +70,43 @@ impl std::fmt::Debug for InProcess {
 }
 
 impl InProcess {
-    /// A new connection; the server sees `peer` as the client's address. Fails once the
+    /// A new connection: the client's end, and the server's connection (the one its
+    /// processors see); the server sees `peer` as the client's address. Fails once the
     /// server is shutting down.
-    pub fn connect(&self, peer: SocketAddr) -> Result<crate::stream::Stream> {
+    pub fn connect(&self, peer: SocketAddr) -> Result<(crate::stream::Stream, Arc<Connection>)> {
+        let refused = |reason: &str| crate::RemotingError::Connect {
+            addr: self.server_addr.to_string(),
+            reason: reason.into(),
+        };
         if *self.stopped.borrow() {
-            return Err(crate::RemotingError::Connect {
-                addr: self.server_addr.to_string(),
-                reason: "the server is shutting down".into(),
-            });
+            return Err(refused("the server is shutting down"));
         }
         let (client, server) = crate::stream::Stream::pair(self.server_addr, peer);
-        start_connection(server, peer, &self.handler, &self.config, &self.connections);
-        Ok(client)
+        // No idle timeout: requests do not travel through the pipe (see `dispatch`), so
+        // silence on it means nothing; it lives until either side closes it.
+        let config = ConnectionConfig {
+            idle_timeout: None,
+            ..self.config.clone()
+        };
+        let served = start_connection(server, peer, &self.handler, &config, &self.connections)
+            .ok_or_else(|| refused("connection setup failed"))?;
+        Ok((client, served))
+    }
+
+    /// Hands `request` to the server's processors as if it had arrived on `served` (the
+    /// server's side of a connection from [`InProcess::connect`]): no frame is written or
+    /// read, and requests run in the caller's task instead of one after another in the
+    /// connection's reader. `None` once the server stopped or the connection closed.
+    pub fn dispatch(
+        &self,
+        served: &Arc<Connection>,
+        mut request: rocketpy_protocol::RemotingCommand,
+    ) -> Option<crate::Reply> {
+        if *self.stopped.borrow() || served.is_closed() {
+            return None;
+        }
+        request.received_at = Some(std::time::Instant::now());
+        Some(self.handler.handle(served, request))
     }
 }
 
@@ -114,12 +140,16 @@ fn start_connection(
     handler: &Arc<Tracked>,
     config: &ConnectionConfig,
     accepted: &ConnectionMap,
-) {
+) -> Option<Arc<Connection>> {
     match Connection::spawn(stream, handler.clone(), config.clone()) {
         Ok(conn) => {
-            lock(accepted).insert(conn.id(), conn);
+            lock(accepted).insert(conn.id(), conn.clone());
+            Some(conn)
         }
-        Err(e) => tracing::debug!(%peer, error = %e, "connection setup failed"),
+        Err(e) => {
+            tracing::debug!(%peer, error = %e, "connection setup failed");
+            None
+        }
     }
 }
 
@@ -180,7 +210,7 @@ impl RemotingServer {
                 tokio::spawn(async move {
                     match tls.accept(stream).await {
                         Ok(stream) => {
-                            start_connection(stream, peer, &handler, &conn_config, &accepted)
+                            start_connection(stream, peer, &handler, &conn_config, &accepted);
                         }
                         Err(e) => tracing::info!(%peer, error = %e, "connection closed"),
                     }

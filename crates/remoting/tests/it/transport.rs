@@ -231,8 +231,9 @@ async fn graceful_shutdown_answers_requests_in_flight() {
     );
 }
 
-/// A client in the server's process reaches it through pipes: same processors, the peer
-/// address it was given, no socket (the address is not one), closed by the server's shutdown.
+/// A client in the server's process hands its requests to the server's processors: the
+/// connection they see has the peer address it was given, no socket is used (the address is
+/// not one), answers come later too, and the server's shutdown ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_process_connections_are_served_like_accepted_ones() {
     const PEER: i32 = 1002;

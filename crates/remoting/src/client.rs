@@ -28,8 +28,9 @@ pub struct ClientConfig {
     /// TLS on every connection, if set (then requests never take the direct path, whose
     /// blocking sockets are plain).
     pub tls: Option<ClientTls>,
-    /// A server in this process, reached through in-process pipes instead of a socket when
-    /// a request is for its address `(address, connector, the address it sees us as)`.
+    /// A server in this process `(its address, its connector, the address it sees us as)`:
+    /// requests for that address are handed to its processors ([`crate::InProcess`]), with
+    /// no frame and no socket.
     pub in_process: Option<(String, crate::server::InProcess, std::net::SocketAddr)>,
 }
 

@@ -70,6 +70,7 @@ class RequestCode:
     LITE_PULL_MESSAGE: Final = 361
     POP_MESSAGE: Final = 200050
     ACK_MESSAGE: Final = 200051
+    BATCH_ACK_MESSAGE: Final = 200151
     CHANGE_MESSAGE_INVISIBLETIME: Final = 200053
 
 

@@ -34,6 +34,23 @@ pub fn retry_topic(group: &str) -> String {
     format!("{RETRY_GROUP_TOPIC_PREFIX}{group}")
 }
 
+/// The pop retry topic of `group` on `topic` (RocketMQ's v1 name, `%RETRY%group_topic`).
+pub fn pop_retry_topic(topic: &str, group: &str) -> String {
+    format!("{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}")
+}
+
+/// The topic a popped message is stored under, from the retry flag of its POP_CK (RocketMQ's
+/// `ExtraInfoUtil.getRealTopic`): "0" (or absent) `topic` itself, "1" the group's pop retry
+/// topic, "2" its v2 name `%RETRY%group+topic`; `None` for another flag.
+pub fn pop_real_topic(topic: &str, group: &str, retry_flag: &str) -> Option<String> {
+    match retry_flag {
+        "0" | "" => Some(topic.to_owned()),
+        "1" => Some(pop_retry_topic(topic, group)),
+        "2" => Some(format!("{RETRY_GROUP_TOPIC_PREFIX}{group}+{topic}")),
+        _ => None,
+    }
+}
+
 /// The dead-letter topic of a consumer group.
 pub fn dlq_topic(group: &str) -> String {
     format!("{DLQ_GROUP_TOPIC_PREFIX}{group}")
@@ -66,6 +83,16 @@ pub fn validate_topic(topic: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pop_topics_by_retry_flag() {
+        assert_eq!(pop_retry_topic("T", "g"), "%RETRY%g_T");
+        assert_eq!(pop_real_topic("T", "g", "0").as_deref(), Some("T"));
+        assert_eq!(pop_real_topic("T", "g", "").as_deref(), Some("T"));
+        assert_eq!(pop_real_topic("T", "g", "1").as_deref(), Some("%RETRY%g_T"));
+        assert_eq!(pop_real_topic("T", "g", "2").as_deref(), Some("%RETRY%g+T"));
+        assert_eq!(pop_real_topic("T", "g", "3"), None);
+    }
 
     #[test]
     fn rules() {

@@ -184,23 +184,18 @@ pub async fn ack(
         }
     }
     for (broker, entries) in per_broker {
-        let batch = if entries.len() > 1 {
+        if entries.len() > 1 {
             let hs: Vec<&ReceiptHandle> = entries.iter().map(|(_, h)| *h).collect();
-            ack_batch(proxy, &group, &topic, broker, &hs).await
-        } else {
-            Batch::Unsupported
-        };
-        match batch {
-            Batch::Done(result) => {
+            if let Batch::Done(result) = ack_batch(proxy, &group, &topic, broker, &hs).await {
                 for (i, _) in &entries {
                     results[*i] = Some(result.clone());
                 }
+                continue;
             }
-            Batch::Unsupported => {
-                for (i, h) in &entries {
-                    results[*i] = Some(ack_one(proxy, &group, &topic, h).await);
-                }
-            }
+        }
+        // A lone entry, or a broker without BATCH_ACK_MESSAGE.
+        for (i, h) in &entries {
+            results[*i] = Some(ack_one(proxy, &group, &topic, h).await);
         }
     }
     let entries: Vec<pb::AckMessageResultEntry> = req

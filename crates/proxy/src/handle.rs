@@ -4,7 +4,7 @@
 //! `startOffset popTime invisibleTime reviveQid topicType brokerName queueId queueOffset
 //! commitLogOffset`. Clients treat it as opaque; the proxy needs no state to use it.
 
-use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
+use rocketpy_protocol::topic::pop_real_topic;
 
 /// A parsed receipt handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,11 +65,7 @@ impl ReceiptHandle {
     /// The topic the broker knows the message under: `topic` itself, or `group`'s pop retry
     /// topic of it.
     pub fn real_topic(&self, topic: &str, group: &str) -> String {
-        match self.topic_type.as_str() {
-            "1" => format!("{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}"),
-            "2" => format!("{RETRY_GROUP_TOPIC_PREFIX}{group}+{topic}"),
-            _ => topic.to_owned(),
-        }
+        pop_real_topic(topic, group, &self.topic_type).unwrap_or_else(|| topic.to_owned())
     }
 
     /// The handle after an invisible-time change answered with `pop_time` and

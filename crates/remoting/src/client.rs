@@ -179,11 +179,7 @@ impl RemotingClient {
         addr: &str,
         request: RemotingCommand,
         timeout: Duration,
-    ) -> Result<Option<RemotingCommand>> {
-        let timed_out = || RemotingError::Timeout {
-            addr: addr.to_owned(),
-            millis: timeout.as_millis() as u64,
-        };
+    ) -> Result<RemotingCommand> {
         let started = tokio::time::Instant::now();
         let conn = self.connection(addr).await?;
         let served = self
@@ -192,18 +188,22 @@ impl RemotingClient {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let reply = served.and_then(|served| server.dispatch(&served, request));
-        if reply.is_none() {
-            conn.close(); // the server closed its side: the next request connects again
-        }
-        let left = timeout.saturating_sub(started.elapsed());
-        match reply {
-            None => Err(RemotingError::ConnectionClosed(addr.to_owned())),
-            Some(crate::Reply::Now(response)) => Ok(response),
-            Some(crate::Reply::Later(future)) => tokio::time::timeout(left, future)
-                .await
-                .map_err(|_| timed_out()),
-        }
+        let response = match served.and_then(|served| server.dispatch(&served, request)) {
+            None => {
+                conn.close(); // the server closed its side: the next request connects again
+                return Err(RemotingError::ConnectionClosed(addr.to_owned()));
+            }
+            Some(crate::Reply::Now(response)) => response,
+            Some(crate::Reply::Later(future)) => {
+                let left = timeout.saturating_sub(started.elapsed());
+                tokio::time::timeout(left, future).await.ok().flatten()
+            }
+        };
+        // No answer in time (or none at all, as a socket would have left it): a timeout.
+        response.ok_or_else(|| RemotingError::Timeout {
+            addr: addr.to_owned(),
+            millis: timeout.as_millis() as u64,
+        })
     }
 
     /// Sends `request` to `addr` and waits up to `timeout` for its response.
@@ -215,13 +215,7 @@ impl RemotingClient {
     ) -> Result<RemotingCommand> {
         self.sign(&mut request);
         if let Some((server, _)) = self.in_process(addr) {
-            return self
-                .invoke_in_process(server, addr, request, timeout)
-                .await?
-                .ok_or_else(|| RemotingError::Timeout {
-                    addr: addr.to_owned(),
-                    millis: timeout.as_millis() as u64,
-                });
+            return self.invoke_in_process(server, addr, request, timeout).await;
         }
         let started = tokio::time::Instant::now();
         let conn = tokio::time::timeout(timeout, self.connection(addr))

@@ -48,10 +48,7 @@ pub fn revive_topic(cluster: &str) -> String {
     format!("rmq_sys_REVIVE_LOG_{cluster}")
 }
 
-/// The pop retry topic of `group` on `topic` (RocketMQ's v1 name).
-pub fn pop_retry_topic(topic: &str, group: &str) -> String {
-    format!("{RETRY_GROUP_TOPIC_PREFIX}{group}_{topic}")
-}
+pub use rocketpy_protocol::topic::pop_retry_topic;
 
 /// The normal topic a pop retry topic of `group` belongs to.
 pub fn normal_topic<'a>(retry_topic: &'a str, group: &str) -> Option<&'a str> {
@@ -290,11 +287,8 @@ impl PopService {
             }
             let mut cks = self.checkpoints.lock();
             if let Some(ck) = cks.get_mut(&d.key) {
-                if let Some(i) = ck.offsets.iter().position(|o| *o == d.offset) {
-                    if ck.done & (1 << i) != 0 {
-                        continue; // acked meanwhile: the copy is a harmless duplicate
-                    }
-                    ck.done |= 1 << i;
+                if ck.offsets.contains(&d.offset) && !ck.mark(d.offset) {
+                    continue; // acked meanwhile: the copy is a harmless duplicate
                 }
                 if ck.all_done() {
                     cks.remove(&d.key);

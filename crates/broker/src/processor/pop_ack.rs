@@ -4,20 +4,20 @@
 
 use std::sync::Arc;
 
-use rocketpy_protocol::body::batch_ack::{BatchAck, BatchAckMessageRequestBody};
+use rocketpy_protocol::body::batch_ack::BatchAckMessageRequestBody;
 use rocketpy_protocol::body::fastjson;
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::header::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader,
 };
-use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
+use rocketpy_protocol::topic::pop_real_topic;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{ok, reply, store_error, with_store_wait};
 use crate::pop::extra_info::{ExtraInfo, ORDER_REVIVE_QID};
 use crate::pop::order::OrderAck;
-use crate::pop::{normal_topic, pop_retry_topic, CkKey};
+use crate::pop::{normal_topic, CkKey};
 use crate::{now_millis, BrokerInner};
 
 /// The checks both requests share; returns the parsed POP_CK.
@@ -120,7 +120,7 @@ pub fn batch_ack_message(
     }
     let mut last = None;
     for a in &body.acks {
-        let Some(topic) = real_topic(a) else {
+        let Some(topic) = pop_real_topic(&a.topic, &a.consumer_group, &a.retry) else {
             continue; // an unknown retry flag: RocketMQ's parse fails on it
         };
         if broker.topics.get(&topic).is_none() {
@@ -160,19 +160,6 @@ pub fn batch_ack_message(
     match last {
         Some(appended) => Ok(with_store_wait(broker, ok(req), appended, true)),
         None => reply(ok(req)),
-    }
-}
-
-/// The topic a batch ack's entry names: its topic, or the group's pop retry topic of it.
-fn real_topic(a: &BatchAck) -> Option<String> {
-    match a.retry.as_str() {
-        "0" | "" => Some(a.topic.clone()),
-        "1" => Some(pop_retry_topic(&a.topic, &a.consumer_group)),
-        "2" => Some(format!(
-            "{RETRY_GROUP_TOPIC_PREFIX}{}+{}",
-            a.consumer_group, a.topic
-        )),
-        _ => None,
     }
 }
 

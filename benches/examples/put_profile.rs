@@ -12,6 +12,15 @@ fn main() {
             .unwrap_or(default)
     };
     let (body, n, writers) = (arg(1, 100), arg(2, 3_000_000), arg(3, 1));
+    if std::env::var_os("RAW").is_some() {
+        // RAW=1: the raw mmap copy the store is compared with, for a profile of its own.
+        let record_len = rocketpy_benches::message("BenchTopic", 0, body)
+            .record_len()
+            .expect("len");
+        let rate = rocketpy_benches::raw_mmap_rate(record_len, n, writers, 1 << 30);
+        println!("raw, {writers} writer(s), {record_len} B records: {rate:.0} records/s");
+        return;
+    }
     // NO_INDEX=1: without the index thread, to see what it costs the writers on few cores.
     let no_index = std::env::var_os("NO_INDEX").is_some();
     let (rate, record_len) = store_rate(body, n, writers, 1 << 30, |c| {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import queue
+import time
 from multiprocessing.synchronize import Barrier
 from typing import Any
 
@@ -32,13 +33,17 @@ def _child(
         from benches.peers.clients import load
 
         client = load(system)
-        r = client.produce(
-            address, name, seconds, size, window, ready=lambda: barrier.wait(START_TIMEOUT_S)
-        )
-        results.put(("ok", r.messages, r.seconds, r.errors))
+        started: list[float] = []
+
+        def ready() -> None:
+            barrier.wait(START_TIMEOUT_S)
+            started.append(time.monotonic())  # one clock for every process of the machine
+
+        r = client.produce(address, name, seconds, size, window, ready=ready)
+        results.put(("ok", r.messages, r.seconds, r.errors, started[0] if started else -1.0))
     except BaseException as e:
         barrier.abort()
-        results.put(("error", f"{type(e).__name__}: {e}", 0.0, 0))
+        results.put(("error", f"{type(e).__name__}: {e}", 0.0, 0, -1.0))
 
 
 def produce_many(
@@ -84,4 +89,5 @@ def produce_many(
         seconds=max(o[2] for o in outcomes),
         errors=sum(o[3] for o in outcomes),
         extra={"processes": procs},
+        started=min(o[4] for o in outcomes),
     )

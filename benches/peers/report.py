@@ -130,7 +130,28 @@ def table(record: Record) -> str:
         "for latency the best peer is the one with the lowest p50."
     )
     lines += [f"- {SERVERS[x].title}: {SERVERS[x].durability}" for x in s.systems]
+    lines += _cpu_lines(record, medians)
     return "\n".join(lines)
+
+
+def _cpu_lines(record: Record, medians: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """Per producer workload, each system's CPU per message: its server's and the rest's."""
+    out = []
+    for w in WORKLOADS:
+        cells = [
+            f"{x} {m['server_us_per_msg']:.1f} + {m['others_us_per_msg']:.1f}"
+            for x in record.settings.systems
+            if (m := medians.get(x, {}).get(w.key)) and "server_us_per_msg" in m
+        ]
+        if cells:
+            out.append(f"- {w.label(record.settings)}: " + ", ".join(cells))
+    if out:
+        out.insert(
+            0,
+            "CPU per acknowledged message, microseconds: server + everything else on the "
+            "machine (clients, kernel), medians (benches/peers/cpu.py):",
+        )
+    return out
 
 
 def write_json(

@@ -17,13 +17,17 @@ class Throughput:
         messages: messages counted.
         seconds: the time they took (for producers, until the last answer came back).
         errors: messages that failed.
-        extra: anything else worth keeping (e.g. the time to a consumer's first message).
+        extra: anything else worth keeping (e.g. the time to a consumer's first message, the
+            CPU per message of :mod:`benches.peers.cpu`).
+        started: ``time.monotonic()`` when the timed part began, where the workload knows it
+            (producers); not reported.
     """
 
     messages: int
     seconds: float
     errors: int = 0
     extra: dict[str, float] | None = None
+    started: float | None = None
 
     @property
     def rate(self) -> float:
@@ -32,7 +36,9 @@ class Throughput:
 
     def as_dict(self) -> dict[str, Any]:
         """For the JSON report."""
-        return dict(asdict(self), rate=round(self.rate, 1))
+        d = asdict(self)
+        del d["started"]
+        return dict(d, rate=round(self.rate, 1))
 
 
 @dataclass
@@ -73,6 +79,9 @@ class Latency:
 
 Result = Throughput | Latency
 
+#: The CPU figures (:mod:`benches.peers.cpu`) a throughput run may carry in ``extra``.
+CPU_KEYS = ("server_us_per_msg", "others_us_per_msg")
+
 
 def consumed(
     wanted: int, got: int, head: int, started: float, first: float, last: float
@@ -109,7 +118,12 @@ def median_of(runs: Sequence[Result]) -> dict[str, float]:
             "p999_ms": statistics.median(r.p999_ms for r in lat),
             "errors": sum(r.errors for r in lat),
         }
-    return {
+    out = {
         "rate": statistics.median(r.rate for r in runs),
         "errors": sum(r.errors for r in runs),
     }
+    for key in CPU_KEYS:
+        values = [r.extra[key] for r in runs if r.extra and key in r.extra]
+        if values:
+            out[key] = statistics.median(values)
+    return out

@@ -11,9 +11,10 @@ import time
 from types import FrameType
 
 from benches.peers.clients import load
+from benches.peers.cpu import CpuMeter
 from benches.peers.machine import machine, versions
 from benches.peers.report import Record, table, write_json
-from benches.peers.results import Latency, Result
+from benches.peers.results import Latency, Result, Throughput
 from benches.peers.servers import SERVERS
 from benches.peers.settings import Settings
 from benches.peers.workloads import WORKLOADS
@@ -48,7 +49,14 @@ def _brief(result: Result) -> str:
             f"p99.9 {result.p999_ms:.3f} ms, {result.rate:,.0f}/s"
         )
     failed = f" ({result.errors} failed)" if result.errors else ""
-    return f"{result.rate:,.0f} msg/s{failed}"
+    extra = result.extra or {}
+    cpu = (
+        f"; CPU/msg server {extra['server_us_per_msg']:.1f} us, "
+        f"rest {extra['others_us_per_msg']:.1f} us"
+        if "server_us_per_msg" in extra
+        else ""
+    )
+    return f"{result.rate:,.0f} msg/s{failed}{cpu}"
 
 
 def _run_system(record: Record, round_no: int, system: str) -> None:
@@ -63,7 +71,11 @@ def _run_system(record: Record, round_no: int, system: str) -> None:
                 continue
             started = time.monotonic()
             try:
-                result = w.run(client, system, server.address, s)
+                with CpuMeter(server.pid) as meter:
+                    result = w.run(client, system, server.address, s)
+                if isinstance(result, Throughput) and result.started is not None:
+                    cpu = meter.per_message(result.started, result.seconds, result.messages)
+                    result.extra = {**(result.extra or {}), **cpu}
             except Exception as e:
                 record.add(round_no, system, w.key, f"{type(e).__name__}: {e}")
                 _say(f"  {system:8} {w.label(s)}: FAILED {type(e).__name__}: {e}")

@@ -133,6 +133,11 @@ class Server(ABC):
             time.sleep(0.05)
         return self
 
+    @property
+    def pid(self) -> int:
+        """The server process's id (0 when not running)."""
+        return self.proc.pid if self.proc is not None else 0
+
     def log(self) -> str:
         """What the server printed so far."""
         try:

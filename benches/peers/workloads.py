@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -33,7 +34,18 @@ class Workload:
 
 def _produce(client: Client, system: str, address: str, s: Settings) -> Result:
     client.prepare(address, "peers_a")
-    return client.produce(address, "peers_a", s.seconds, s.small, s.window)
+    started: list[float] = []
+    r = client.produce(
+        address,
+        "peers_a",
+        s.seconds,
+        s.small,
+        s.window,
+        ready=lambda: started.append(time.monotonic()),
+    )
+    if started:
+        r.started = started[0]
+    return r
 
 
 def _latency(client: Client, system: str, address: str, s: Settings) -> Result:

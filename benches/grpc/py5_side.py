@@ -82,6 +82,40 @@ def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
     return asyncio.run(run())
 
 
+def heartbeat_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
+    """Heartbeats with ``inflight`` calls in flight: an RPC that asks the server for nothing,
+    so its cost is the cost of a gRPC call itself (HTTP/2 framing, the connection's tasks,
+    the sockets)."""
+    import asyncio
+    import uuid
+
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+
+    import grpc
+
+    async def run() -> tuple[int, float]:
+        md = (("x-mq-client-id", f"bench-stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
+        async with grpc.aio.insecure_channel(spec["endpoint"]) as channel:
+            stub = sg.MessagingServiceStub(channel)
+            count = 0
+            stop = time.monotonic() + spec["seconds"]
+
+            async def worker() -> None:
+                nonlocal count
+                req = s.HeartbeatRequest(client_type=d.PRODUCER)
+                while time.monotonic() < stop:
+                    await stub.Heartbeat(req, metadata=md)
+                    count += 1
+
+            started = time.monotonic()
+            await asyncio.gather(*[worker() for _ in range(spec["inflight"])])
+            return count, time.monotonic() - started
+
+    return asyncio.run(run())
+
+
 def receive_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
     """Receives (``batch`` at a time) with ``inflight`` receives in flight and acks each batch
     with one AckMessage of its entries: what the protocol allows a client to do."""
@@ -150,9 +184,9 @@ def receive_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
 
 def main() -> None:
     spec = json.loads(sys.argv[1])
-    if spec["action"] in ("send_stub", "receive_stub"):
-        stub = send_stub if spec["action"] == "send_stub" else receive_stub
-        n, elapsed = stub(spec)
+    stubs = {"send_stub": send_stub, "receive_stub": receive_stub, "heartbeat_stub": heartbeat_stub}
+    if spec["action"] in stubs:
+        n, elapsed = stubs[spec["action"]](spec)
         print(json.dumps({"count": n, "seconds": elapsed}), flush=True)
         return
     config = ClientConfiguration(spec["endpoint"], Credentials(), "", 10)

@@ -5,6 +5,10 @@
   synchronously from ``--threads`` threads for ``--seconds``; and the client package's
   generated gRPC stub with ``--inflight`` calls in flight (the protocol without the client's
   Python work);
+- an empty call: Heartbeat through the stub with ``--inflight``/8 calls in flight, what any
+  gRPC call costs the server before it does anything (HTTP/2 framing, the connection's
+  tasks, the socket writes and wake-ups) — the floor under the receive+ack figures, which
+  take two calls per batch;
 - consume: the 5.x SimpleConsumer receiving (32 at a time) and acking each message, the stub
   receiving 32 at a time with ``--inflight``/8 receives in flight and acking each batch in one
   AckMessage (what the protocol allows; the server sets the pace), and rocketpy's
@@ -183,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
                     ("send gRPC stub", lambda: py5(dict(
                         action="send_stub", endpoint=endpoint, topic="BenchGrpcSend",
                         inflight=args.inflight, seconds=args.seconds, size=args.size))),
+                    ("empty call gRPC stub", lambda: py5(dict(
+                        action="heartbeat_stub", endpoint=endpoint,
+                        inflight=args.inflight // 8, seconds=args.seconds))),
                 ]  # fmt: skip
                 for name, fn in sends if r % 2 == 0 else sends[::-1]:
                     m.run(broker, name, args.seconds, fn)
@@ -220,11 +227,17 @@ def main(argv: list[str] | None = None) -> int:
     cpu = {k: statistics.median(v) for k, v in m.cpu_us.items()}
     print(f"\nmedians of {args.rounds} rounds, {args.threads} threads, {args.size} B:")
     for k in rate:
-        print(f"  {k:24} {rate[k]:10,.0f} msg/s   broker CPU {cpu[k]:6.1f} us/msg")
+        unit = "call" if k.startswith("empty call") else "msg"
+        print(f"  {k:24} {rate[k]:10,.0f} {unit}/s  broker CPU {cpu[k]:6.1f} us/{unit}")
     for a, b in (("send 5.x (gRPC)", "send 4.x (remoting)"),
                  ("send gRPC stub", "send 4.x (remoting)"),
                  ("receive+ack 5.x (gRPC)", "consume 4.x (remoting)"),
                  ("receive+ack gRPC stub", "consume 4.x (remoting)")):  # fmt: skip
         print(f"{a} / {b}: rate {rate[a] / rate[b]:.2f}, broker messages per CPU second "
               f"{cpu[b] / cpu[a]:.2f} (target >= 0.5)")  # fmt: skip
+    # Two calls per received batch of 32 (receive, ack) at the empty call's cost: what the
+    # gRPC path costs per message before any message work, beside the whole 4.x path.
+    floor = 2 * cpu["empty call gRPC stub"] / 32
+    print(f"two empty calls per 32 messages: {floor:.1f} us/msg of broker CPU; the whole 4.x "
+          f"consume path: {cpu['consume 4.x (remoting)']:.1f} us/msg")  # fmt: skip
     return 0

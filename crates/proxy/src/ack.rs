@@ -168,8 +168,9 @@ pub async fn ack(
     let mut results: Vec<Option<Result<(), ProxyError>>> = vec![None; req.entries.len()];
     let mut handles: Vec<(usize, ReceiptHandle)> = Vec::new();
     for (i, e) in req.entries.iter().enumerate() {
-        let key = (ctx.client_id.clone(), group.clone(), e.message_id.clone());
-        let latest = proxy.renewals.take(&key, &e.receipt_handle);
+        let latest = proxy
+            .renewals
+            .take(&ctx.client_id, &group, &e.message_id, &e.receipt_handle);
         match valid_handle(&latest) {
             Ok(h) => handles.push((i, h)),
             Err(err) => results[i] = Some(Err(err)),

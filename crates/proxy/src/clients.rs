@@ -161,7 +161,56 @@ pub struct GroupSettings {
     pub retry_max_times: i32,
 }
 
-/// Reads a group's settings from a master of `topic`.
+/// How long a receive trusts a group's settings it read before: a receive from a client that
+/// sent no settings otherwise asks the broker each time (one more broker call per receive).
+/// RocketMQ's proxy caches them longer (`subscriptionGroupConfigCacheRefreshSeconds`, 20 s).
+const GROUP_SETTINGS_TTL: Duration = Duration::from_secs(3);
+
+/// A group's settings for each topic, with when they were read.
+type ByTopic = HashMap<String, (Instant, GroupSettings)>;
+
+/// Group settings read recently, by group and topic.
+#[derive(Debug, Default)]
+pub struct GroupSettingsCache {
+    table: Mutex<HashMap<String, ByTopic>>,
+}
+
+impl GroupSettingsCache {
+    fn get(&self, group: &str, topic: &str) -> Option<GroupSettings> {
+        let table = self.table.lock();
+        let (at, settings) = table.get(group)?.get(topic)?;
+        (at.elapsed() < GROUP_SETTINGS_TTL).then_some(*settings)
+    }
+
+    fn put(&self, group: &str, topic: &str, settings: GroupSettings) {
+        let mut table = self.table.lock();
+        // Bounded by the groups in use: what went stale is dropped as new entries come.
+        table.retain(|_, topics| {
+            topics.retain(|_, (at, _)| at.elapsed() < GROUP_SETTINGS_TTL);
+            !topics.is_empty()
+        });
+        table
+            .entry(group.to_owned())
+            .or_default()
+            .insert(topic.to_owned(), (Instant::now(), settings));
+    }
+}
+
+/// A group's settings as read at most [`GROUP_SETTINGS_TTL`] ago (receives of clients
+/// without settings).
+pub async fn recent_group_settings(
+    proxy: &ProxyInner,
+    group: &str,
+    topic: &str,
+) -> Result<GroupSettings, ProxyError> {
+    if let Some(s) = proxy.group_settings.get(group, topic) {
+        return Ok(s);
+    }
+    group_settings(proxy, group, topic).await
+}
+
+/// Reads a group's settings from a master of `topic` (and keeps them for
+/// [`recent_group_settings`]).
 pub async fn group_settings(
     proxy: &ProxyInner,
     group: &str,
@@ -190,6 +239,7 @@ pub async fn group_settings(
             settings.retry_max_times = v["retryMaxTimes"].as_i64().unwrap_or(16) as i32;
         }
     }
+    proxy.group_settings.put(group, topic, settings);
     Ok(settings)
 }
 
@@ -299,5 +349,35 @@ pub async fn heartbeat_producers(proxy: &Arc<ProxyInner>) {
                 tracing::debug!(%addr, error = %e, "producer heartbeat to a broker failed");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recent_group_settings_are_kept_per_group_and_topic() {
+        let cache = GroupSettingsCache::default();
+        let orderly = GroupSettings {
+            fifo: true,
+            retry_max_times: 3,
+        };
+        cache.put("g", "T", orderly);
+        let got = cache.get("g", "T").unwrap();
+        assert!(got.fifo && got.retry_max_times == 3);
+        assert!(cache.get("g", "U").is_none() && cache.get("h", "T").is_none());
+        // Stale entries are not answered and are dropped by the next put.
+        cache
+            .table
+            .lock()
+            .get_mut("g")
+            .unwrap()
+            .get_mut("T")
+            .unwrap()
+            .0 = Instant::now() - GROUP_SETTINGS_TTL;
+        assert!(cache.get("g", "T").is_none());
+        cache.put("h", "T", orderly);
+        assert!(!cache.table.lock().contains_key("g"));
     }
 }

@@ -32,23 +32,34 @@ pub struct ReceiptHandle {
 }
 
 impl ReceiptHandle {
-    /// Parses a handle; None when it is not one.
+    /// Parses a handle; None when it is not one. (Called for every acked message: it
+    /// splits in place, allocating only the three strings it keeps.)
     pub fn parse(text: &str) -> Option<ReceiptHandle> {
-        let f: Vec<&str> = text.split(' ').collect();
-        if f.len() != 9 {
+        let (extra, commit_log_offset) = text.rsplit_once(' ')?;
+        let mut f = extra.split(' ');
+        let mut next = || f.next();
+        let start_offset = next()?.parse().ok()?;
+        let pop_time = next()?.parse().ok()?;
+        let invisible_time = next()?.parse().ok()?;
+        let revive_qid = next()?.parse().ok()?;
+        let topic_type = next()?;
+        let broker_name = next()?;
+        let queue_id = next()?.parse().ok()?;
+        let queue_offset = next()?.parse().ok()?;
+        if next().is_some() {
             return None;
         }
         Some(ReceiptHandle {
-            extra_info: f[..8].join(" "),
-            start_offset: f[0].parse().ok()?,
-            pop_time: f[1].parse().ok()?,
-            invisible_time: f[2].parse().ok()?,
-            revive_qid: f[3].parse().ok()?,
-            topic_type: f[4].to_owned(),
-            broker_name: f[5].to_owned(),
-            queue_id: f[6].parse().ok()?,
-            queue_offset: f[7].parse().ok()?,
-            commit_log_offset: f[8].parse().ok()?,
+            extra_info: extra.to_owned(),
+            start_offset,
+            pop_time,
+            invisible_time,
+            revive_qid,
+            topic_type: topic_type.to_owned(),
+            broker_name: broker_name.to_owned(),
+            queue_id,
+            queue_offset,
+            commit_log_offset: commit_log_offset.parse().ok()?,
         })
     }
 
@@ -103,5 +114,8 @@ mod tests {
         assert_eq!(h.changed(2000, 30000), "5 2000 30000 2 1 broker-a 0 5 4096");
         assert!(ReceiptHandle::parse("1 2 3").is_none());
         assert!(ReceiptHandle::parse("a 1000 60000 2 1 broker-a 0 5 9").is_none());
+        assert!(ReceiptHandle::parse("3 1000 60000 2 1 broker-a 0 5 9 9").is_none());
+        assert!(ReceiptHandle::parse("3 1000 60000 2 1 broker-a 0 9").is_none());
+        assert!(ReceiptHandle::parse("").is_none());
     }
 }

@@ -14,9 +14,12 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
+use crate::coalesce::Coalescing;
+
 /// One accepted connection, with the addresses gRPC handlers see (`remote_addr`).
 pub(crate) struct GrpcConn {
-    stream: Stream,
+    /// Writes gathered until h2 flushes ([`Coalescing`]).
+    stream: Coalescing<Stream>,
     info: TcpConnectInfo,
 }
 
@@ -49,7 +52,12 @@ pub(crate) fn incoming(
                 let _ = tcp.set_nodelay(true);
                 match tls.accept(tcp).await {
                     Ok(stream) => {
-                        let _ = tx.send(Ok(GrpcConn { stream, info })).await;
+                        let _ = tx
+                            .send(Ok(GrpcConn {
+                                stream: Coalescing::new(stream),
+                                info,
+                            }))
+                            .await;
                     }
                     Err(e) => tracing::info!(%peer, error = %e, "gRPC connection closed"),
                 }
@@ -73,7 +81,7 @@ impl AsyncRead for GrpcConn {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+        Pin::new(self.get_mut().stream.get_mut()).poll_read(cx, buf)
     }
 }
 
@@ -84,6 +92,18 @@ impl AsyncWrite for GrpcConn {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {

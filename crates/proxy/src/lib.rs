@@ -13,6 +13,7 @@
 
 pub mod ack;
 pub mod clients;
+mod coalesce;
 pub mod context;
 pub mod convert;
 pub mod handle;
@@ -119,6 +120,8 @@ pub struct ProxyInner {
     pub clients: clients::Clients,
     /// Received messages whose invisible time the proxy extends (push consumers).
     pub renewals: renew::Renewals,
+    /// Group settings read recently (receives of clients that sent none).
+    pub group_settings: clients::GroupSettingsCache,
     next_queue: AtomicUsize,
 }
 
@@ -148,6 +151,7 @@ impl ProxyInner {
                 remoting,
                 clients: clients::Clients::default(),
                 renewals: renew::Renewals::default(),
+                group_settings: clients::GroupSettingsCache::default(),
                 next_queue: AtomicUsize::new(0),
                 config,
             }

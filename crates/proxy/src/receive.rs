@@ -15,7 +15,7 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{decode_all, RecordView};
 use rocketpy_protocol::subscription::tags_of;
 
-use crate::clients::group_settings;
+use crate::clients::{group_settings, recent_group_settings};
 use crate::context::Context;
 use crate::convert::{duration_ms, incoming, timestamp, wrap};
 use crate::handle::ReceiptHandle;
@@ -170,7 +170,7 @@ async fn pop(
                 .map_or(17, |b| b.max_attempts),
         ),
         _ => {
-            let gs = group_settings(proxy, &group, &topic).await?;
+            let gs = recent_group_settings(proxy, &group, &topic).await?;
             (gs.fifo, gs.retry_max_times + 1)
         }
     };
@@ -263,9 +263,6 @@ async fn pop(
             }
         };
         let handle_text = ReceiptHandle::text(&extra, v.physical_offset);
-        let Some(handle) = ReceiptHandle::parse(&handle_text) else {
-            continue;
-        };
         let attempt = if fifo {
             1 + counts
                 .iter()
@@ -279,13 +276,19 @@ async fn pop(
         } else {
             v.reconsume_times + 1
         };
+        // The handle is parsed only when the proxy itself acts on the message (it is made
+        // here, so it parses; a delivered one is parsed again when the client acks it).
         if !tag_matches(v, wanted.as_deref()) {
             // A tag whose hash collided with a wanted one: not this client's.
-            let _ = crate::ack::ack_one(proxy, &group, &topic, &handle).await;
+            if let Some(handle) = ReceiptHandle::parse(&handle_text) {
+                let _ = crate::ack::ack_one(proxy, &group, &topic, &handle).await;
+            }
             continue;
         }
         if attempt > max_attempts {
-            forward_to_dlq(proxy, &group, &topic, &handle, &message_id_of(v)).await?;
+            if let Some(handle) = ReceiptHandle::parse(&handle_text) {
+                forward_to_dlq(proxy, &group, &topic, &handle, &message_id_of(v)).await?;
+            }
             continue;
         }
         if renew {
@@ -352,8 +355,10 @@ pub async fn change_invisible(
         let group = req.group.as_ref().map(wrap).unwrap_or_default();
         let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
         // The client chose the message's visibility: no more renewal.
-        let key = (ctx.client_id.clone(), group.clone(), req.message_id.clone());
-        let latest = proxy.renewals.take(&key, &req.receipt_handle);
+        let latest =
+            proxy
+                .renewals
+                .take(&ctx.client_id, &group, &req.message_id, &req.receipt_handle);
         let handle = crate::ack::valid_handle(&latest)?;
         let ms = req.invisible_duration.as_ref().map_or(0, duration_ms);
         if ms < 0 || ms > proxy.config.max_invisible_time_ms {
@@ -435,8 +440,9 @@ pub async fn forward_dlq(
 ) -> pb::ForwardMessageToDeadLetterQueueResponse {
     let group = req.group.as_ref().map(wrap).unwrap_or_default();
     let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
-    let key = (ctx.client_id.clone(), group.clone(), req.message_id.clone());
-    let latest = proxy.renewals.take(&key, &req.receipt_handle);
+    let latest = proxy
+        .renewals
+        .take(&ctx.client_id, &group, &req.message_id, &req.receipt_handle);
     let result = match crate::ack::valid_handle(&latest) {
         Ok(handle) => forward_to_dlq(proxy, &group, &topic, &handle, &req.message_id).await,
         Err(e) => Err(e),

@@ -5,6 +5,7 @@
 //! message (or goes away), extends it before it ends. The client keeps the handle it was
 //! given; the proxy answers its ack with the latest one.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -54,12 +55,24 @@ impl Renewals {
         );
     }
 
-    /// Stops renewing a message; returns its latest handle (to ack or change with), or
-    /// `given` when it was not under renewal.
-    pub fn take(&self, key: &RenewKey, given: &str) -> String {
-        match self.table.lock().remove(key) {
-            Some(r) => r.handle,
-            None => given.to_owned(),
+    /// Stops renewing `client`'s message `message_id` of `group`; returns its latest handle
+    /// (to ack or change with), or `given` when it was not under renewal. (Simple consumers
+    /// renew nothing: their acks find the table empty and build no key.)
+    pub fn take<'a>(
+        &self,
+        client: &str,
+        group: &str,
+        message_id: &str,
+        given: &'a str,
+    ) -> Cow<'a, str> {
+        let mut table = self.table.lock();
+        if table.is_empty() {
+            return Cow::Borrowed(given);
+        }
+        let key = (client.to_owned(), group.to_owned(), message_id.to_owned());
+        match table.remove(&key) {
+            Some(r) => Cow::Owned(r.handle),
+            None => Cow::Borrowed(given),
         }
     }
 

@@ -32,6 +32,35 @@ impl Service {
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, GrpcStatus>> + Send + 'static>>;
 
+/// A streamed answer whose items are all known: handed out without pausing.
+/// (`tokio_stream::iter` pauses every 32 items to share the thread; a receive of 32 has 34
+/// items, and the pause split its answer into two DATA frames, two socket writes and two
+/// wake-ups of the client.)
+struct Known<T>(std::vec::IntoIter<T>);
+
+impl<T> Stream for Known<T>
+where
+    T: Unpin,
+{
+    type Item = T;
+
+    fn poll_next(
+        self: Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<T>> {
+        std::task::Poll::Ready(self.get_mut().0.next())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+/// The stream of `items`.
+fn known<T: Send + Unpin + 'static>(items: Vec<Result<T, GrpcStatus>>) -> BoxStream<T> {
+    Box::pin(Known(items.into_iter()))
+}
+
 /// `Ok(Response)` of a unary call.
 fn respond<T>(body: T) -> Result<Response<T>, GrpcStatus> {
     Ok(Response::new(body))
@@ -131,7 +160,7 @@ impl MessagingService for Service {
                 }),
                 Ok(receive::delivery_timestamp()),
             ];
-            Box::pin(tokio_stream::iter(items))
+            known(items)
         };
         let ctx = match Context::of(&request) {
             Ok(ctx) => ctx,
@@ -151,7 +180,7 @@ impl MessagingService for Service {
             })
         }));
         items.push(Ok(receive::delivery_timestamp()));
-        Ok(Response::new(Box::pin(tokio_stream::iter(items))))
+        Ok(Response::new(known(items)))
     }
 
     async fn ack_message(
@@ -187,7 +216,7 @@ impl MessagingService for Service {
                 "PullMessage",
             ))),
         });
-        Ok(Response::new(Box::pin(tokio_stream::iter(vec![item]))))
+        Ok(Response::new(known(vec![item])))
     }
 
     async fn update_offset(

@@ -10,7 +10,7 @@
 //! What must stay true: every byte accepted by `poll_write` reaches the socket by the end of
 //! the next successful `poll_flush` (or `poll_shutdown`), in order; the buffer never holds
 //! more than [`LIMIT`] plus one write, so a slow client costs bounded memory (h2's own
-//! send buffers limit what waits behind it).
+//! send buffers limit what waits behind it), and at most [`KEEP`] between answers.
 
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -20,6 +20,8 @@ use tokio::io::AsyncWrite;
 
 /// Gathered bytes above which a write first sends what is gathered.
 const LIMIT: usize = 64 * 1024;
+/// Buffer a connection keeps between answers (a receive of 32 small messages fits).
+const KEEP: usize = 16 * 1024;
 
 /// A writer that sends what it is given at the flush, in as few writes as it can.
 #[derive(Debug)]
@@ -58,8 +60,9 @@ impl<W: AsyncWrite + Unpin> Coalescing<W> {
         }
         self.out.clear();
         self.sent = 0;
-        // A connection that once sent a large answer does not keep its buffer for good.
-        if self.out.capacity() > 4 * LIMIT {
+        // An idle connection holds at most KEEP: one that once sent a large answer gives
+        // the memory back (thousands of connections must not keep 64 KiB each).
+        if self.out.capacity() > KEEP {
             self.out = Vec::new();
         }
         Poll::Ready(Ok(()))
@@ -164,11 +167,67 @@ mod tests {
                 w.write_all(chunk).await.unwrap();
                 assert!(w.out.len() <= LIMIT);
             }
+            w.flush().await.unwrap();
+            assert!(w.out.capacity() <= KEEP, "an idle connection keeps little");
             w.shutdown().await.unwrap();
         });
         let mut got = Vec::new();
         b.read_to_end(&mut got).await.unwrap();
         writer.await.unwrap();
         assert_eq!(got, expected);
+    }
+
+    /// Records each write it is given.
+    #[derive(Default)]
+    struct Recorder(Vec<Vec<u8>>);
+
+    impl AsyncWrite for Recorder {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.get_mut().0.push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    struct Count(std::sync::atomic::AtomicUsize);
+
+    impl std::task::Wake for Count {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.wake_by_ref();
+        }
+
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_flush_lets_the_answer_finish_then_writes_it_once() {
+        let count = std::sync::Arc::new(Count(0.into()));
+        let waker = std::task::Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut w = Coalescing::new(Recorder::default());
+        let mut pin = Pin::new(&mut w);
+        assert!(pin.as_mut().poll_write(&mut cx, b"data").is_ready());
+        // The first poll of the flush gives way (and asks to be polled again at once)...
+        assert!(pin.as_mut().poll_flush(&mut cx).is_pending());
+        assert_eq!(count.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // ...so the trailers written meanwhile leave with the data, in one write.
+        assert!(pin.as_mut().poll_write(&mut cx, b"+trailers").is_ready());
+        assert!(pin.as_mut().poll_flush(&mut cx).is_ready());
+        assert_eq!(w.inner.0, vec![b"data+trailers".to_vec()]);
+        // Nothing gathered: a flush does not give way.
+        assert!(Pin::new(&mut w).poll_flush(&mut cx).is_ready());
     }
 }

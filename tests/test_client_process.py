@@ -32,22 +32,26 @@ def silent() -> Iterator[str]:
     s.close()
 
 
-def start(*args: str) -> subprocess.Popen[str]:
+def start(*args: str) -> subprocess.Popen[bytes]:
+    """Starts a scenario and waits for its first line. The pipes are unbuffered: a buffered
+    reader would read ahead past that line, and what it took (a forked child's lines, when
+    the machine is slow to schedule this reader) would be missing from ``finish``'s output,
+    which reads the pipe itself."""
     proc = subprocess.Popen(
         [sys.executable, str(SCRIPT), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        bufsize=0,
     )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
+    assert proc.stdout is not None and proc.stderr is not None
+    line = proc.stdout.readline()  # a raw pipe: read a byte at a time, nothing beyond
     if not line:
         proc.wait(10)
-        raise AssertionError(f"scenario {args[0]} failed: {proc.stderr.read()}")  # type: ignore[union-attr]
+        raise AssertionError(f"scenario {args[0]} failed: {proc.stderr.read().decode()}")
     return proc
 
 
-def finish(proc: subprocess.Popen[str], limit: float) -> tuple[int, float, str]:
+def finish(proc: subprocess.Popen[bytes], limit: float) -> tuple[int, float, str]:
     """Exit code, seconds until exit, and what it printed (stdout after the first line, then
     stderr)."""
     t = time.monotonic()
@@ -56,8 +60,8 @@ def finish(proc: subprocess.Popen[str], limit: float) -> tuple[int, float, str]:
     except subprocess.TimeoutExpired:
         proc.kill()
         _, err = proc.communicate()
-        raise AssertionError(f"hung for {limit} s:\n{err}") from None
-    return proc.returncode, time.monotonic() - t, out + err
+        raise AssertionError(f"hung for {limit} s:\n{err.decode(errors='replace')}") from None
+    return proc.returncode, time.monotonic() - t, (out + err).decode(errors="replace")
 
 
 def test_exit_with_a_backlog_does_not_wait_for_it(shared_dev):

@@ -21,24 +21,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(*args: str) -> tuple[subprocess.Popen[str], str]:
+def start(*args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Starts a server and returns its first line. The pipe is unbuffered, so reading that
+    line takes nothing beyond it from what ``stop`` reads later."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "rocketpy", "--log-level", "warn", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        bufsize=0,
     )
-    out: list[str] = []
+    out: list[bytes] = []
     t = threading.Thread(target=lambda: out.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
     t.start()
     t.join(60)
-    return proc, out[0] if out else ""
+    return proc, out[0].decode() if out else ""
 
 
-def stop(proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> tuple[int, str]:
+def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> tuple[int, str]:
     proc.send_signal(sig)
     stdout, stderr = proc.communicate(timeout=30)
-    return proc.returncode, stdout + stderr
+    return proc.returncode, (stdout + stderr).decode(errors="replace")
 
 
 def test_namesrv_and_broker_with_conf_file(tmp_path):

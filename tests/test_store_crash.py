@@ -40,15 +40,16 @@ def test_sigkill_never_loses_acknowledged_messages(tmp_path):
             [sys.executable, "-c", WRITER, str(tmp_path)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
+            bufsize=0,  # reading the first line must not take the "ack" lines after it
         )
         assert proc.stdout is not None
-        first = proc.stdout.readline().split()
+        first = proc.stdout.readline().decode().split()
         assert first[0] == "ready", [*first, proc.stderr.read() if proc.stderr else ""]
         assert int(first[1]) > acked, "writing continues after every acknowledged offset"
         time.sleep(rng.uniform(0.05, 0.4))
         proc.send_signal(signal.SIGKILL)
-        out, err = proc.communicate()
+        out_b, err_b = proc.communicate()
+        out, err = out_b.decode(errors="replace"), err_b.decode(errors="replace")
         kills += 1
         for line in out.splitlines(keepends=True):
             # The kill can cut the last line short: only whole lines count.

@@ -281,13 +281,3 @@ def test_errors_are_one_line_without_traceback(shared_dev, tmp_path):
         assert "Traceback" not in r.stderr
     assert "consumerProgress" in cli("-h").stdout
 
-
-def test_a_created_topic_is_routed_when_its_creation_answers(shared_dev):
-    """As RocketMQ's broker, the answer to UPDATE_AND_CREATE_TOPIC comes after the name
-    servers have the topic, so a client may ask for its route (and send) at once."""
-    with Admin(shared_dev.namesrv) as admin:
-        for i in range(5):
-            topic = f"AdmRoutedAtOnce{i}"
-            admin.create_topic(topic, queues=2)
-            route = admin.topic_route(topic)
-            assert route is not None, f"{topic}: no route right after its creation"

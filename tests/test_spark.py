@@ -35,6 +35,9 @@ def create(dev, topic: str, queues: int) -> None:
     with Admin(dev.namesrv) as admin:
         assert wait_until(lambda: admin.master_addrs()), "the broker never registered"
         admin.create_topic(topic, queues=queues)
+        # The broker registers a new topic with the name server after answering (RocketMQ's
+        # waits for it): the test's producer must find the route.
+        assert wait_until(lambda: admin.topic_route(topic) is not None), "no route"
 
 
 def online(spark, dev, topic: str, **options: str):

@@ -9,7 +9,7 @@ use rocketpy_protocol::header::{
 };
 use rocketpy_protocol::topic::{retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{json_reply, ok, reply, system_error};
 use crate::BrokerInner;
@@ -61,23 +61,10 @@ pub fn update_and_create_topic(
     topic_cfg.order = h.order.unwrap_or(false);
     broker.topics.update(topic_cfg).map_err(system_error)?;
     super::prepare_queues(broker, topic, read.max(write));
+    broker.register_now.notify_one();
     tracing::info!(topic, read, write, perm, "topic created or updated");
-    // As RocketMQ's broker does (registerIncrementBrokerData in the request), the answer
-    // waits for the name servers to have the topic: a client that creates a topic and then
-    // asks for its route at once must find it. The wait is bounded; a registration still
-    // under way goes on, and the periodic one retries what failed.
-    let broker = broker.clone();
-    let resp = ok(req);
-    Ok(Reply::Later(Box::pin(async move {
-        let _ =
-            tokio::time::timeout(REGISTER_WAIT, crate::register::register_all(&broker, true)).await;
-        Some(resp)
-    })))
+    reply(ok(req))
 }
-
-/// Longest a topic creation waits for its registration with the name servers (less than a
-/// client's usual 3 s request timeout).
-const REGISTER_WAIT: std::time::Duration = std::time::Duration::from_millis(2500);
 
 /// All topic configs as `TopicConfigSerializeWrapper` JSON.
 pub fn get_all_topic_config(

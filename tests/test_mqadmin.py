@@ -280,4 +280,3 @@ def test_errors_are_one_line_without_traceback(shared_dev, tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, (args, r.stderr)
         assert "Traceback" not in r.stderr
     assert "consumerProgress" in cli("-h").stdout
-

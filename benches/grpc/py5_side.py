@@ -42,7 +42,9 @@ def run_threads(n: int, seconds: float, work) -> tuple[int, float]:  # type: ign
     return sum(count), time.monotonic() - started
 
 
-def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
+def unary_stub(spec: dict, call) -> tuple[int, float]:  # type: ignore[no-untyped-def,type-arg]
+    """Runs ``inflight`` loops, each awaiting ``call(stub, metadata, d, s)`` (one unary RPC)
+    until ``seconds`` pass; the calls made and the seconds taken."""
     import asyncio
     import uuid
 
@@ -54,7 +56,6 @@ def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
 
     async def run() -> tuple[int, float]:
         md = (("x-mq-client-id", f"bench-stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
-        body = b"x" * spec.get("size", 100)
         async with grpc.aio.insecure_channel(spec["endpoint"]) as channel:
             stub = sg.MessagingServiceStub(channel)
             count = 0
@@ -63,16 +64,7 @@ def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
             async def worker() -> None:
                 nonlocal count
                 while time.monotonic() < stop:
-                    props = d.SystemProperties(
-                        message_id=uuid.uuid4().hex.upper(),
-                        body_encoding=d.IDENTITY,
-                        message_type=d.NORMAL,
-                    )
-                    m = d.Message(topic=d.Resource(name=spec["topic"]), body=body,
-                                  system_properties=props)  # fmt: skip
-                    r = await stub.SendMessage(s.SendMessageRequest(messages=[m]), metadata=md)
-                    if r.status.code != d.OK:
-                        raise SystemExit(f"send failed: {r.status}")
+                    await call(stub, md, d, s)
                     count += 1
 
             started = time.monotonic()
@@ -80,40 +72,35 @@ def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
             return count, time.monotonic() - started
 
     return asyncio.run(run())
+
+
+def send_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
+    """Sends one message per SendMessage with ``inflight`` calls in flight."""
+    import uuid
+
+    body = b"x" * spec.get("size", 100)
+
+    async def send(stub, md, d, s) -> None:  # type: ignore[no-untyped-def]
+        props = d.SystemProperties(
+            message_id=uuid.uuid4().hex.upper(), body_encoding=d.IDENTITY, message_type=d.NORMAL
+        )
+        m = d.Message(topic=d.Resource(name=spec["topic"]), body=body, system_properties=props)
+        r = await stub.SendMessage(s.SendMessageRequest(messages=[m]), metadata=md)
+        if r.status.code != d.OK:
+            raise SystemExit(f"send failed: {r.status}")
+
+    return unary_stub(spec, send)
 
 
 def heartbeat_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]
     """Heartbeats with ``inflight`` calls in flight: an RPC that asks the server for nothing,
     so its cost is the cost of a gRPC call itself (HTTP/2 framing, the connection's tasks,
     the sockets)."""
-    import asyncio
-    import uuid
 
-    from rocketmq.grpc_protocol import definition_pb2 as d
-    from rocketmq.grpc_protocol import service_pb2 as s
-    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+    async def beat(stub, md, d, s) -> None:  # type: ignore[no-untyped-def]
+        await stub.Heartbeat(s.HeartbeatRequest(client_type=d.PRODUCER), metadata=md)
 
-    import grpc
-
-    async def run() -> tuple[int, float]:
-        md = (("x-mq-client-id", f"bench-stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
-        async with grpc.aio.insecure_channel(spec["endpoint"]) as channel:
-            stub = sg.MessagingServiceStub(channel)
-            count = 0
-            stop = time.monotonic() + spec["seconds"]
-
-            async def worker() -> None:
-                nonlocal count
-                req = s.HeartbeatRequest(client_type=d.PRODUCER)
-                while time.monotonic() < stop:
-                    await stub.Heartbeat(req, metadata=md)
-                    count += 1
-
-            started = time.monotonic()
-            await asyncio.gather(*[worker() for _ in range(spec["inflight"])])
-            return count, time.monotonic() - started
-
-    return asyncio.run(run())
+    return unary_stub(spec, beat)
 
 
 def receive_stub(spec: dict) -> tuple[int, float]:  # type: ignore[type-arg]

@@ -369,3 +369,27 @@ fn own_endpoints(local: Option<std::net::SocketAddr>) -> pb::Endpoints {
         }],
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_known_answer_is_handed_out_without_pausing() {
+        // 34 items: a receive of 32 with its status and delivery timestamp. Every poll is
+        // ready, so the encoder puts them in one DATA frame.
+        let items: Vec<Result<u32, GrpcStatus>> = (0..34).map(Ok).collect();
+        let mut stream = known(items);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        for i in 0..34 {
+            match stream.as_mut().poll_next(&mut cx) {
+                std::task::Poll::Ready(Some(Ok(n))) => assert_eq!(n, i),
+                other => panic!("item {i}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            stream.as_mut().poll_next(&mut cx),
+            std::task::Poll::Ready(None)
+        ));
+    }
+}

@@ -266,3 +266,15 @@ def test_message_fields_properties_and_pickling():
     assert Message("T", b"x").properties == {} and Message("T", b"x").delay_level == 0
     with pytest.raises(TypeError):
         Message(None, b"x")  # type: ignore[arg-type]
+
+
+def test_server_bodies_beyond_the_bounds_are_corrupt_data_not_recursion():
+    from rocketpy._util import json_body
+    from rocketpy.errors import CorruptDataError
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    nested_keys = b"{" * 40 + b"{}" + b":1}" * 40
+    for body in (deep, nested_keys, b"{" * 1_000_000):
+        with pytest.raises(CorruptDataError):
+            json_body(body, "route")
+    assert json_body(b'{"brokerAddrs":{0:"a:1"}}', "route") == {"brokerAddrs": {"0": "a:1"}}

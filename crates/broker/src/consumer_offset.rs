@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use parking_lot::RwLock;
 use rocketpy_protocol::body::{fastjson, DataVersion};
+use rocketpy_protocol::limits::JsonLimits;
 use rocketpy_store::StoreError;
 use serde::{Deserialize, Serialize};
 
@@ -46,7 +47,8 @@ impl ConsumerOffsetManager {
     /// Loads `path` (or starts empty).
     pub fn load(path: PathBuf) -> Result<Self, StoreError> {
         let file = config_file::load(&path, |b| {
-            fastjson::from_slice::<OffsetFile>(b).map_err(|e| e.to_string())
+            fastjson::from_slice_within::<OffsetFile>(b, JsonLimits::TABLE)
+                .map_err(|e| e.to_string())
         })?
         .unwrap_or_default();
         let version = file.data_version;
@@ -131,7 +133,8 @@ impl ConsumerOffsetManager {
     /// Takes a master's table (a slave's metadata sync): its entries replace ours, and entries
     /// only we have — offsets committed to this slave while the master was away — stay.
     pub fn merge_json(&self, body: &[u8]) -> Result<(), String> {
-        let file = fastjson::from_slice::<OffsetFile>(body).map_err(|e| e.to_string())?;
+        let file = fastjson::from_slice_within::<OffsetFile>(body, JsonLimits::TABLE)
+            .map_err(|e| e.to_string())?;
         let mut t = self.table.write();
         for (k, queues) in file.offset_table {
             let entry = t.entry(k).or_default();

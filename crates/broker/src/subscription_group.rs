@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use parking_lot::RwLock;
 use rocketpy_protocol::body::{fastjson, DataVersion};
+use rocketpy_protocol::limits::JsonLimits;
 use rocketpy_store::StoreError;
 use serde::{Deserialize, Serialize};
 
@@ -101,7 +102,8 @@ impl SubscriptionGroupManager {
     /// Loads `path` and its journal (or starts empty).
     pub fn load(path: PathBuf, auto_create: bool) -> Result<Self, StoreError> {
         let mut file = config_file::load(&path, |b| {
-            fastjson::from_slice::<GroupFile>(b).map_err(|e| e.to_string())
+            fastjson::from_slice_within::<GroupFile>(b, JsonLimits::TABLE)
+                .map_err(|e| e.to_string())
         })?
         .unwrap_or_default();
         let (journal, changes, counter) = config_journal::open_changes::<SubscriptionGroupConfig>(
@@ -202,7 +204,8 @@ impl SubscriptionGroupManager {
 
     /// Takes a master's groups (a slave's metadata sync): new or changed ones are stored.
     pub fn merge_json(&self, body: &[u8]) -> Result<(), String> {
-        let file = fastjson::from_slice::<GroupFile>(body).map_err(|e| e.to_string())?;
+        let file = fastjson::from_slice_within::<GroupFile>(body, JsonLimits::TABLE)
+            .map_err(|e| e.to_string())?;
         for (_, cfg) in file.subscription_group_table {
             let same = self
                 .table

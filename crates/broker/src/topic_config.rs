@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use parking_lot::RwLock;
 use rocketpy_protocol::body::{fastjson, DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 use rocketpy_protocol::flag::perm;
+use rocketpy_protocol::limits::JsonLimits;
 use rocketpy_protocol::topic::{
     dlq_topic, retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, OFFSET_MOVED_EVENT,
     SELF_TEST_TOPIC,
@@ -35,7 +36,8 @@ impl TopicConfigManager {
         schedule_queues: i32,
     ) -> Result<Self, StoreError> {
         let loaded = config_file::load(&path, |b| {
-            fastjson::from_slice::<TopicConfigSerializeWrapper>(b).map_err(|e| e.to_string())
+            fastjson::from_slice_within::<TopicConfigSerializeWrapper>(b, JsonLimits::TABLE)
+                .map_err(|e| e.to_string())
         })?
         .unwrap_or_default();
         let mut wrapper = loaded;

@@ -12,6 +12,7 @@ use rocketpy_protocol::header::{
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 };
+use rocketpy_protocol::limits::JsonLimits;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
 use serde::Serialize;
@@ -68,7 +69,7 @@ fn register_broker(
             let body: RegisterBrokerBody = if req.body.is_empty() {
                 RegisterBrokerBody::default()
             } else {
-                fastjson::from_slice(&req.body).map_err(|e| {
+                fastjson::from_slice_within(&req.body, JsonLimits::TABLE).map_err(|e| {
                     ProcessError::new(
                         response::SYSTEM_ERROR,
                         format!("invalid RegisterBrokerBody: {e}"),

@@ -11,6 +11,7 @@ use bytes::BufMut;
 use crate::code::LanguageCode;
 use crate::command::{ExtFields, RemotingCommand, SerializeType};
 use crate::error::{ProtocolError, Result};
+use crate::limits::MAX_EXT_FIELDS;
 
 /// Appends the binary header of `cmd` to `out`.
 pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<()> {
@@ -109,6 +110,11 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
     };
     let mut ext_fields = ExtFields::new();
     while !ext.buf.is_empty() {
+        if ext_fields.len() >= MAX_EXT_FIELDS {
+            return Err(ProtocolError::Malformed(format!(
+                "header has more than {MAX_EXT_FIELDS} extFields"
+            )));
+        }
         let key_len = ext.i16("key length")?;
         let key_len = ext.len(key_len as i64, "key")?;
         let key = ext.string(key_len, "key")?;
@@ -134,6 +140,25 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ext_fields_are_bounded() {
+        let mut cmd = RemotingCommand::request(11);
+        cmd.serialize_type = SerializeType::RocketMq;
+        for i in 0..=MAX_EXT_FIELDS {
+            cmd.set_field(&i.to_string(), "");
+        }
+        let mut out = Vec::new();
+        encode(&cmd, &mut out).unwrap();
+        assert!(decode(&out)
+            .unwrap_err()
+            .to_string()
+            .contains("more than 1024 extFields"));
+        cmd.ext_fields.remove("0");
+        out.clear();
+        encode(&cmd, &mut out).unwrap();
+        assert_eq!(decode(&out).unwrap().ext_fields.len(), MAX_EXT_FIELDS);
+    }
 
     #[test]
     fn round_trip() {

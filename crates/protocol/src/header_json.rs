@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::code::LanguageCode;
 use crate::command::{ExtFields, RemotingCommand, SerializeType};
 use crate::error::{ProtocolError, Result};
+use crate::limits::{check_json, JsonLimits, MAX_EXT_FIELDS};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -90,10 +91,18 @@ pub fn encode(cmd: &RemotingCommand, out: &mut Vec<u8>) -> Result<()> {
 /// Parses a JSON header. Non-string extFields values (sent by some non-Java clients) are
 /// accepted and turned into their JSON text; `null` values are dropped.
 pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
+    check_json(bytes, JsonLimits::HEADER)
+        .map_err(|e| ProtocolError::Malformed(format!("header: {e}")))?;
     let header: HeaderIn = serde_json::from_slice(bytes)
         .map_err(|e| ProtocolError::Malformed(format!("header is not valid JSON: {e}")))?;
+    let fields = header.ext_fields.unwrap_or_default();
+    if fields.len() > MAX_EXT_FIELDS {
+        return Err(ProtocolError::Malformed(format!(
+            "header has more than {MAX_EXT_FIELDS} extFields"
+        )));
+    }
     let mut ext_fields = ExtFields::new();
-    for (key, value) in header.ext_fields.unwrap_or_default() {
+    for (key, value) in fields {
         let text = match value {
             serde_json::Value::Null => continue,
             serde_json::Value::String(s) => s,
@@ -121,6 +130,27 @@ pub fn decode(bytes: &[u8]) -> Result<RemotingCommand> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_and_size_are_bounded_before_parsing() {
+        let deep = format!(
+            r#"{{"code":10,"extFields":{{"a":{}1{}}}}}"#,
+            "[".repeat(20),
+            "]".repeat(20)
+        );
+        assert!(decode(deep.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("deeper than 8"));
+        let many: Vec<String> = (0..=MAX_EXT_FIELDS)
+            .map(|i| format!(r#""{i}":"""#))
+            .collect();
+        let wide = format!(r#"{{"code":10,"extFields":{{{}}}}}"#, many.join(","));
+        assert!(decode(wide.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("more than 1024 extFields"));
+    }
 
     #[test]
     fn round_trip() {

@@ -7,6 +7,7 @@
 //! - [`message`]: the CommitLog record (also the PULL_MESSAGE body), properties, Java's
 //!   string hash.
 //! - [`topic`]: the topic-name rule.
+//! - [`limits`]: the bounds every reader checks before it builds anything from its input.
 //!
 //! Transport (tokio) lives in `rocketpy-remoting`; this crate must stay free of any runtime so
 //! the store, the broker, the name server and the Python binding all share one definition.
@@ -21,6 +22,7 @@ pub mod frame;
 pub mod header;
 pub mod header_binary;
 pub mod header_json;
+pub mod limits;
 pub mod message;
 pub mod signature;
 pub mod subscription;

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use rocketpy_protocol::body::{fastjson, TopicConfigSerializeWrapper};
 use rocketpy_protocol::code::{request, response};
+use rocketpy_protocol::limits::JsonLimits;
 use rocketpy_protocol::RemotingCommand;
 use tokio::sync::watch;
 
@@ -70,7 +71,8 @@ pub async fn sync_once(broker: &BrokerInner, master: &str) {
 
 fn apply_topics(broker: &BrokerInner, body: &[u8]) -> Result<(), String> {
     let wrapper =
-        fastjson::from_slice::<TopicConfigSerializeWrapper>(body).map_err(|e| e.to_string())?;
+        fastjson::from_slice_within::<TopicConfigSerializeWrapper>(body, JsonLimits::TABLE)
+            .map_err(|e| e.to_string())?;
     let mut changed = false;
     for (_, cfg) in wrapper.topic_config_table {
         if broker.topics.get(&cfg.topic_name).as_ref() != Some(&cfg) {

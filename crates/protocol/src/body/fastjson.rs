@@ -12,9 +12,20 @@ use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
 
+use crate::limits::{check_json, JsonLimits};
+
 /// Quotes bare integer object keys and turns object keys into string keys holding the object's
 /// JSON text; returns the input unchanged when it has neither.
-pub fn normalize(input: &[u8]) -> Cow<'_, [u8]> {
+///
+/// Linear in the input: an object key is escaped once, and an object key inside an object key
+/// is refused (RocketMQ's bean keys are flat, and escaping each level again would double the
+/// text per level). Input where an object stands in a key's place without being one (`{{`
+/// with no `}:` to close it) is refused at once instead of being searched again at every byte.
+pub fn normalize(input: &[u8]) -> Result<Cow<'_, [u8]>, String> {
+    normalize_keys(input, true)
+}
+
+fn normalize_keys(input: &[u8], object_keys: bool) -> Result<Cow<'_, [u8]>, String> {
     let mut out: Option<Vec<u8>> = None;
     // Open containers: true for an object. A key can start only right after an object's `{`
     // or `,`, so arrays of objects are never mistaken for keys.
@@ -39,23 +50,24 @@ pub fn normalize(input: &[u8]) -> Cow<'_, [u8]> {
         } else if expect_key && c == b'{' {
             // fastjson writes a map whose keys are beans (MessageQueue) with the key as an
             // object: `{{"brokerName":"b","queueId":0,"topic":"t"}:{...}}`.
-            expect_key = false;
-            if let Some(end) = object_key_end(input, i) {
-                let buf = out.get_or_insert_with(|| input[..i].to_vec());
-                let key = normalize(&input[i..end]);
-                buf.push(b'"');
-                for &b in key.iter() {
-                    if b == b'"' || b == b'\\' {
-                        buf.push(b'\\');
-                    }
-                    buf.push(b);
-                }
-                buf.push(b'"');
-                i = end;
-                continue;
+            if !object_keys {
+                return Err("an object key inside an object key".into());
             }
-            objects.push(true);
-            expect_key = true;
+            let end = object_key_end(input, i)
+                .ok_or_else(|| format!("an object at byte {i} stands where a key belongs"))?;
+            let buf = out.get_or_insert_with(|| input[..i].to_vec());
+            let key = normalize_keys(&input[i..end], false)?;
+            buf.push(b'"');
+            for &b in key.iter() {
+                if b == b'"' || b == b'\\' {
+                    buf.push(b'\\');
+                }
+                buf.push(b);
+            }
+            buf.push(b'"');
+            i = end;
+            expect_key = false;
+            continue;
         } else if c == b'{' || c == b'[' {
             objects.push(c == b'{');
             expect_key = c == b'{';
@@ -88,10 +100,10 @@ pub fn normalize(input: &[u8]) -> Cow<'_, [u8]> {
         }
         i += 1;
     }
-    match out {
+    Ok(match out {
         Some(buf) => Cow::Owned(buf),
         None => Cow::Borrowed(input),
-    }
+    })
 }
 
 /// Whether the first non-blank byte at or after `at` is `:`.
@@ -132,9 +144,21 @@ fn object_key_end(input: &[u8], start: usize) -> Option<usize> {
 }
 
 /// Parses fastjson or standard JSON into `T`, with fastjson's coercions of values (see
-/// [`super::lenient`]). Every body a server or client reads goes through here.
+/// [`super::lenient`]), within [`JsonLimits::BODY`]. Every body a server or client reads goes
+/// through here or [`from_slice_within`].
 pub fn from_slice<T: DeserializeOwned>(input: &[u8]) -> serde_json::Result<T> {
-    let value: serde_json::Value = serde_json::from_slice(&normalize(input))?;
+    from_slice_within(input, JsonLimits::BODY)
+}
+
+/// [`from_slice`] within other limits ([`JsonLimits::TABLE`] for a server's whole tables).
+pub fn from_slice_within<T: DeserializeOwned>(
+    input: &[u8],
+    limits: JsonLimits,
+) -> serde_json::Result<T> {
+    use serde::de::Error;
+    check_json(input, limits).map_err(serde_json::Error::custom)?;
+    let normalized = normalize(input).map_err(serde_json::Error::custom)?;
+    let value: serde_json::Value = serde_json::from_slice(&normalized)?;
     super::lenient::from_value(value)
 }
 
@@ -156,7 +180,7 @@ mod tests {
     #[test]
     fn quotes_bare_integer_keys_only() {
         let src = br#"{"a":{0:"x:1", 12 :"y"},"s":"{0:1}","n":[1,2],"m":{-1:3}}"#;
-        let norm = normalize(src);
+        let norm = normalize(src).unwrap();
         assert_eq!(
             std::str::from_utf8(&norm).unwrap(),
             r#"{"a":{"0":"x:1", "12" :"y"},"s":"{0:1}","n":[1,2],"m":{"-1":3}}"#
@@ -174,7 +198,7 @@ mod tests {
         let key = r#"{"brokerName":"b","queueId":1,"topic":"t"}"#;
         assert_eq!(table[key]["maxOffset"], 4);
         assert_eq!(parsed["l"][1]["b"]["2"], 3);
-        // An unbalanced object key is left for the parser to refuse, not a panic.
+        // An unbalanced object key is refused, not a panic.
         assert!(from_slice::<serde_json::Value>(br#"{{"a":1"#).is_err());
     }
 
@@ -200,7 +224,49 @@ mod tests {
     fn standard_json_is_borrowed() {
         assert!(matches!(
             normalize(br#"{"a":[1,2,{"b":3}]}"#),
-            Cow::Borrowed(_)
+            Ok(Cow::Borrowed(_))
         ));
+    }
+
+    /// Object keys nested in object keys doubled the text per level (a 162-byte body took a
+    /// broker past 1 GB); they are refused, and the output is never longer than twice the input.
+    #[test]
+    fn nested_object_keys_are_refused() {
+        let nested = [vec![b'{'; 40], b"{}".to_vec(), b":1}".repeat(40)].concat();
+        assert!(normalize(&nested)
+            .unwrap_err()
+            .contains("inside an object key"));
+        assert!(from_slice::<serde_json::Value>(&nested).is_err());
+        let one_level = br#"{{"a":"\\\"\""}:1}"#;
+        let out = normalize(one_level).unwrap();
+        assert!(out.len() <= 2 * one_level.len());
+        assert_eq!(
+            from_slice::<serde_json::Value>(one_level).unwrap(),
+            serde_json::json!({r#"{"a":"\\\"\""}"#: 1})
+        );
+    }
+
+    /// `{` after `{` with nothing closing it made every byte search to the end (quadratic).
+    #[test]
+    fn unclosed_objects_in_key_places_are_refused_at_once() {
+        let opens = vec![b'{'; 1 << 20];
+        assert!(normalize(&opens).is_err());
+        let commas = [b"{\"a\":1".as_slice(), &b",{".repeat(1 << 18)].concat();
+        assert!(normalize(&commas).is_err());
+    }
+
+    #[test]
+    fn limits_come_before_parsing() {
+        let deep = [vec![b'['; 100], vec![b']'; 100]].concat();
+        let e = from_slice::<serde_json::Value>(&deep).unwrap_err();
+        assert!(e.to_string().contains("deeper than 32"), "{e}");
+        let many = [b"[".as_slice(), &b"0,".repeat(1 << 18), b"0]"].concat();
+        assert!(from_slice::<Vec<i32>>(&many).is_err());
+        assert_eq!(
+            from_slice_within::<Vec<i32>>(&many, JsonLimits::TABLE)
+                .unwrap()
+                .len(),
+            (1 << 18) + 1
+        );
     }
 }

@@ -144,6 +144,7 @@ pub fn register_body_data_version(body: &[u8]) -> Option<DataVersion> {
         #[serde(rename = "dataVersion")]
         data_version: Option<serde_json::Value>,
     }
+    crate::limits::check_json(body, crate::limits::JsonLimits::TABLE).ok()?;
     let version = serde_json::from_slice::<Body>(body)
         .ok()?
         .wrapper?

@@ -16,10 +16,13 @@ from devserver import HOST_DISK_SETTINGS
 from helpers import Collector, fast_config, wait_until
 from rocketpy import (
     ConsumeFromWhere,
+    LocalTransactionState,
     Message,
+    MessageQueue,
     Producer,
     PushConsumer,
     SessionCredentials,
+    TransactionProducer,
 )
 from rocketpy._native import Broker, NameServer, RemotingClient
 from rocketpy.admin import Admin
@@ -160,13 +163,79 @@ def test_rights_per_topic_group_and_admin(acl_cluster: AclCluster):
         assert admin.pull_messages(mq, 0, 32, group="acl-readers") is not None
         with pytest.raises(BrokerResponseError, match="No SUB permission on group others"):
             admin.consumer_offset("others", mq)
-        secret = next(iter(admin.topic_stats("AclSecret")))
+        # A topic it may not read: not even its queues' offsets.
+        with pytest.raises(BrokerResponseError, match="No SUB permission on topic AclSecret"):
+            admin.topic_stats("AclSecret")
+        secret = MessageQueue("AclSecret", mq.broker_name, 0)
         with pytest.raises(BrokerResponseError, match="No SUB permission on topic AclSecret"):
             admin.consumer_offset("acl-readers", secret)
         with pytest.raises(BrokerResponseError, match="Need admin permission for request code=17"):
             admin.create_topic("AclNew", queues=1)
     with Admin(acl_cluster.namesrv, credentials=ADMIN) as admin:
         admin.create_topic("AclNew", queues=1)
+
+
+def commit_log_offset(offset_msg_id: str) -> int:
+    """The CommitLog offset in an offset message id (store ip 4 + port 4 + offset 8 bytes)."""
+    return int(offset_msg_id[16:], 16)
+
+
+class _Undecided:
+    def execute_local_transaction(self, msg: Message, arg: object) -> LocalTransactionState:
+        return LocalTransactionState.UNKNOW
+
+    def check_local_transaction(self, msg: object) -> LocalTransactionState:
+        return LocalTransactionState.UNKNOW
+
+
+def test_rights_follow_the_stored_message_not_optional_fields(acl_cluster: AclCluster):
+    """VIEW_MESSAGE_BY_ID, CONSUMER_SEND_MSG_BACK and END_TRANSACTION need the right on the
+    topic of the message they name (read from the store, whatever fields the caller sent);
+    QUERY_CONSUME_QUEUE needs SUB on its topic."""
+    with Producer("acl-admin-feed", acl_cluster.namesrv, credentials=ADMIN) as p:
+        secret = commit_log_offset(p.send(Message("AclSecret", b"secret")).offset_msg_id)
+        orders = commit_log_offset(p.send(Message("AclOrders", b"order")).offset_msg_id)
+    with TransactionProducer("acl-tx", acl_cluster.namesrv, _Undecided(), credentials=ADMIN) as tp:
+        half = tp.send_message_in_transaction(Message("AclSecret", b"half"))
+    consumer = RemotingClient(credentials=CONSUMER.native())
+    producer = RemotingClient(credentials=PRODUCER.native())
+    try:
+
+        def call(client: RemotingClient, code: int, header: dict[str, object]):
+            return client.invoke(acl_cluster.broker, code, header, None, 3000)
+
+        # No topic named: the stored message's topic decides.
+        view = call(consumer, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": secret})
+        assert view.code == ResponseCode.NO_PERMISSION
+        assert "No SUB permission on topic AclSecret" in (view.remark or "")
+        named_other = call(
+            consumer, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": secret, "topic": "AclOrders"}
+        )
+        assert named_other.code == ResponseCode.NO_PERMISSION, "the named topic does not decide"
+        assert call(consumer, RequestCode.VIEW_MESSAGE_BY_ID, {"offset": orders}).code == 0
+        # Its own group, another topic's message: nothing is copied into the retry topic.
+        back = call(consumer, RequestCode.CONSUMER_SEND_MSG_BACK,
+                    {"offset": secret, "group": "acl-readers", "delay_level": 0})  # fmt: skip
+        assert back.code == ResponseCode.NO_PERMISSION, back.remark
+        assert "AclSecret" in (back.remark or "")
+        # Another producer's half message on a topic this account cannot write.
+        end = call(producer, RequestCode.END_TRANSACTION, {
+            "producer_group": "acl-tx", "tran_state_table_offset": half.queue_offset,
+            "commit_log_offset": commit_log_offset(half.offset_msg_id), "commit_or_rollback": 8,
+            "from_transaction_check": False, "msg_id": half.msg_id,
+        })  # fmt: skip
+        assert end.code == ResponseCode.NO_PERMISSION, end.remark
+        assert "No PUB permission on topic AclSecret" in (end.remark or "")
+        queue = {"topic": "AclSecret", "queue_id": 0, "index": 0, "count": 1}
+        cq = call(consumer, RequestCode.QUERY_CONSUME_QUEUE, queue)
+        assert cq.code == ResponseCode.NO_PERMISSION, cq.remark
+        assert (
+            call(consumer, RequestCode.QUERY_CONSUME_QUEUE, {**queue, "topic": "AclOrders"}).code
+            == 0
+        )
+    finally:
+        consumer.shutdown()
+        producer.shutdown()
 
 
 def test_mqadmin_signs_with_flags_or_tools_yml(

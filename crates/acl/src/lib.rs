@@ -14,6 +14,7 @@ pub mod config;
 pub mod guard;
 pub mod needs;
 pub mod perm;
+pub mod rules;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -25,7 +26,24 @@ use rocketpy_protocol::signature::{ACCESS_KEY, SIGNATURE};
 use rocketpy_protocol::RemotingCommand;
 
 pub use config::AclConfig;
-pub use needs::{needs, Needs, Server};
+pub use needs::{needs, stored_message, Needs, Server};
+
+/// How a caller proves who it is.
+#[derive(Debug, Clone, Copy)]
+pub enum Proof<'a> {
+    /// A remoting request signed as RocketMQ's `AclClientRPCHook` signs (its ext fields and
+    /// body).
+    Request(&'a RemotingCommand),
+    /// A 5.x gRPC call: the hex HMAC-SHA1 of its `x-mq-date-time` value.
+    DateTime {
+        /// The signed value.
+        date_time: &'a str,
+        /// The hex signature from the `authorization` metadata.
+        signature: &'a str,
+    },
+    /// Already proved (the request passed [`Acl::check`] before its processor asked).
+    Checked,
+}
 
 /// The ACL of one server: its accounts (reloaded when the file changes) and where it runs.
 pub struct Acl {
@@ -34,6 +52,15 @@ pub struct Acl {
     config: RwLock<Arc<AclConfig>>,
     /// The file's modification time when last read (None: it did not exist).
     loaded: Mutex<Option<SystemTime>>,
+}
+
+impl std::fmt::Debug for Acl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Acl")
+            .field("path", &self.path)
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
 }
 
 fn modified(path: &Path) -> Option<SystemTime> {
@@ -81,17 +108,58 @@ impl Acl {
         Ok(true)
     }
 
-    /// Decides `req` from `peer`: `Err` holds the refusal's remark.
+    /// Decides `req` from `peer`: `Err` holds the refusal's remark. A request whose rule is
+    /// [`rules::Rule::Stored`] passes here on its signature and the rest of its rule; its
+    /// processor asks [`Acl::permits`] once it has read the stored message.
     pub fn check(&self, peer: IpAddr, req: &RemotingCommand) -> Result<(), String> {
         let needed = needs(req, self.server)?;
+        let what = format!("request code={}", req.code);
+        self.decide(
+            peer,
+            req.field_opt(ACCESS_KEY),
+            Proof::Request(req),
+            &needed,
+            &what,
+        )
+    }
+
+    /// Whether the caller of `req`, which passed [`Acl::check`], holds the rights in
+    /// `needed` (those of a stored message it named, [`stored_message`]).
+    pub fn permits(
+        &self,
+        peer: IpAddr,
+        req: &RemotingCommand,
+        needed: &Needs,
+    ) -> Result<(), String> {
+        let what = format!("request code={}", req.code);
+        self.decide(
+            peer,
+            req.field_opt(ACCESS_KEY),
+            Proof::Checked,
+            needed,
+            &what,
+        )
+    }
+
+    /// Decides a caller from `peer` claiming `access_key` with `proof`, needing `needed`;
+    /// `what` names the request in refusals. RocketMQ's order: a globally trusted address
+    /// passes; then the account must exist; an account trusted from this address passes;
+    /// then the proof must verify and the account must hold the rights.
+    pub fn decide(
+        &self,
+        peer: IpAddr,
+        access_key: Option<&str>,
+        proof: Proof<'_>,
+        needed: &Needs,
+        what: &str,
+    ) -> Result<(), String> {
         let cfg = self.config.read().clone();
         if cfg.global_white.iter().any(|p| p.matches(peer)) {
             return Ok(());
         }
-        let Some(ak) = req.field_opt(ACCESS_KEY) else {
+        let Some(ak) = access_key.filter(|ak| !ak.is_empty()) else {
             return Err(format!(
-                "No accessKey is configured: request code {} from {peer} is not signed",
-                req.code
+                "No accessKey is configured: {what} from {peer} is not signed"
             ));
         };
         let Some(account) = cfg.accounts.get(ak) else {
@@ -100,17 +168,25 @@ impl Acl {
         if account.white.matches(peer) {
             return Ok(());
         }
-        let given = req.field_opt(SIGNATURE).unwrap_or_default();
-        if !account
-            .key
-            .verify(&req.ext_fields, &req.body, req.version, given)
-        {
+        let verified = match proof {
+            Proof::Request(req) => {
+                let given = req.field_opt(SIGNATURE).unwrap_or_default();
+                account
+                    .key
+                    .verify(&req.ext_fields, &req.body, req.version, given)
+            }
+            Proof::DateTime {
+                date_time,
+                signature,
+            } => account.key.verify_hex(date_time.as_bytes(), signature),
+            Proof::Checked => true,
+        };
+        if !verified {
             return Err(format!("Check signature failed for accessKey={ak}"));
         }
         if needed.admin && !account.admin {
             return Err(format!(
-                "Need admin permission for request code={}, but accessKey={ak} is not",
-                req.code
+                "Need admin permission for {what}, but accessKey={ak} is not"
             ));
         }
         // RocketMQ's rule: an admin account with no named topic or group holds everything.
@@ -239,7 +315,7 @@ accounts:
     #[test]
     fn credentials_and_addresses_are_checked_in_rocketmqs_order() {
         let acl = acl();
-        let unsigned = RemotingCommand::request(105);
+        let unsigned = RemotingCommand::request(30).with_field("topic", "T");
         assert!(acl
             .check(HOST, &unsigned)
             .unwrap_err()

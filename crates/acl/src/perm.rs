@@ -3,7 +3,7 @@
 
 /// Nothing: refused even when another right would do.
 pub const DENY: u8 = 1;
-/// Any right (RocketMQ's ANY; unused by requests).
+/// Any right: a request needing ANY passes with PUB or SUB (RocketMQ's ANY).
 pub const ANY: u8 = 2;
 /// Publish: send to a topic.
 pub const PUB: u8 = 4;
@@ -27,12 +27,14 @@ pub fn name(perm: u8) -> &'static str {
     match perm {
         PUB => "PUB",
         SUB => "SUB",
+        ANY => "PUB or SUB",
         _ => "PUB|SUB",
     }
 }
 
 /// Whether `owned` grants `needed` (a DENY bit refuses everything).
 pub fn grants(owned: u8, needed: u8) -> bool {
+    let needed = if needed == ANY { PUB | SUB } else { needed };
     owned & DENY == 0 && owned & needed != 0
 }
 
@@ -47,5 +49,6 @@ mod tests {
         assert_eq!(parse("pub"), None, "case matters");
         assert!(grants(PUB | SUB, SUB) && grants(PUB, PUB) && !grants(PUB, SUB));
         assert!(!grants(DENY, PUB) && !grants(DENY | PUB, PUB));
+        assert!(grants(PUB, ANY) && grants(SUB, ANY) && !grants(DENY, ANY) && !grants(ANY, PUB));
     }
 }

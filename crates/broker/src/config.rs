@@ -77,6 +77,8 @@ rocketpy_protocol::config_struct! {
         metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
         /// Constant labels added to every metric, `k1:v1,k2:v2`.
         metrics_label: String = String::new() => "metricsLabel",
+        /// Slaves the HA port serves, `;`-separated address patterns of plain_acl.yml's form (`10.0.0.5`, `10.0.1.*`): anyone else is closed before a byte is sent (rocketpy's key; RocketMQ's HA port serves anyone). Unset: anyone, which `aclEnable=true` refuses on a master bound beyond loopback.
+        ha_allowed_addresses: Option<String> = None => "haAllowedAddresses",
         /// Whether requests are checked against the ACL file's accounts (RocketMQ 4.x's plain ACL).
         acl_enable: bool = false => "aclEnable",
         /// The ACL file (default: conf/plain_acl.yml under rocketmqHome).
@@ -220,6 +222,7 @@ impl BrokerSettings {
         ] {
             validate_topic(name).map_err(|e| BrokerError::Config(format!("{what}: {e}")))?;
         }
+        crate::ha::allowed_peers(self)?;
         self.store
             .validate()
             .map_err(|e| BrokerError::Config(e.to_string()))

@@ -88,6 +88,8 @@ pub struct BrokerInner {
     pub permission: std::sync::atomic::AtomicI32,
     /// Traffic counters when `metricsExporterType=PROM`; `None` counts nothing.
     pub metrics: Option<metrics::BrokerMetrics>,
+    /// The ACL (`aclEnable=true`): processors ask it about the stored messages requests name.
+    pub acl: Option<Arc<rocketpy_acl::Acl>>,
 }
 
 /// Milliseconds since the epoch (0 if the clock is before it): store and version times.
@@ -168,8 +170,12 @@ async fn start_proxy(
             server.in_process(),
             inner.store_host,
         )),
+        acl: inner.acl.clone(),
         ..rocketpy_proxy::ProxyConfig::default()
     };
+    if config.acl.is_some() && config.credentials.is_none() {
+        tracing::warn!("aclEnable=true without accessKey/secretKey: the gRPC endpoint reaches this broker in process, but other brokers' ACLs will refuse its requests");
+    }
     let proxy = rocketpy_proxy::Proxy::start(config).await.map_err(|e| {
         BrokerError::Config(format!(
             "cannot listen for gRPC clients (grpcServerPort {port}): {e}"
@@ -396,6 +402,7 @@ impl Broker {
             boot_ms: now_millis(),
             permission: std::sync::atomic::AtomicI32::new(permission),
             metrics,
+            acl: acl.clone(),
         });
         if is_master {
             // Before any request is served: pops must see the checkpoints of the last run.

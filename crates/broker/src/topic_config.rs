@@ -9,8 +9,8 @@ use rocketpy_protocol::body::{fastjson, DataVersion, TopicConfig, TopicConfigSer
 use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::limits::JsonLimits;
 use rocketpy_protocol::topic::{
-    dlq_topic, retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, OFFSET_MOVED_EVENT,
-    SELF_TEST_TOPIC,
+    dlq_topic, is_broker_internal_topic, retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC,
+    OFFSET_MOVED_EVENT, SELF_TEST_TOPIC,
 };
 use rocketpy_store::StoreError;
 
@@ -18,6 +18,23 @@ use crate::config::BrokerConfig;
 use crate::config_file;
 use crate::config_journal::{self, Change, Journal};
 use crate::now_millis;
+
+/// Whether an admin may not create or delete `topic` (RocketMQ's `TopicValidator`
+/// system-topic check, with its broker's additions): the topics the broker writes itself
+/// (delays, half messages and their outcomes, timers, pop checkpoints: every `rmq_sys_`
+/// topic), the auto-creation template TBW102, and the broker's cluster and broker names and
+/// its cluster's reply topic. `BenchmarkTest` and `RMQ_SYS_TRACE_TOPIC`, which RocketMQ's
+/// broker creates at start, stay creatable: rocketpy's broker does not make them itself, and
+/// its benchmarks and traced clients write to them.
+pub fn is_reserved_topic(cfg: &BrokerConfig, topic: &str) -> bool {
+    is_broker_internal_topic(topic)
+        || topic == AUTO_CREATE_TOPIC_KEY_TOPIC
+        || topic == cfg.broker_cluster_name
+        || topic == cfg.broker_name
+        || topic
+            .strip_suffix("_REPLY_TOPIC")
+            .is_some_and(|c| c == cfg.broker_cluster_name)
+}
 
 /// Topics known to the broker.
 #[derive(Debug)]

@@ -129,6 +129,39 @@ impl SigningKey {
         };
         self.mac(fields, body, version).verify_slice(&given).is_ok()
     }
+
+    /// Whether `signature` (hex, either case) is the HMAC-SHA1 of `content`: the 5.x clients'
+    /// `authorization` signature of their `x-mq-date-time`. Compared in constant time.
+    pub fn verify_hex(&self, content: &[u8], signature: &str) -> bool {
+        let Some(given) = hex_decode(signature.trim()) else {
+            return false;
+        };
+        let mut mac = self.0.clone();
+        mac.update(content);
+        mac.verify_slice(&given).is_ok()
+    }
+
+    /// The lowercase hex HMAC-SHA1 of `content` (how the 5.x clients sign).
+    pub fn sign_hex(&self, content: &[u8]) -> String {
+        let mut mac = self.0.clone();
+        mac.update(content);
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+}
+
+fn hex_decode(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    text.as_bytes()
+        .chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
 }
 
 impl std::fmt::Debug for SigningKey {

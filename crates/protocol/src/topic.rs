@@ -29,6 +29,45 @@ pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 /// Prefix of a consumer group's dead-letter topic.
 pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
 
+/// Topic of message traces (clients send to it: not refused for sends).
+pub const TRACE_TOPIC: &str = "RMQ_SYS_TRACE_TOPIC";
+/// Topic of the broker's benchmark.
+pub const BENCHMARK_TOPIC: &str = "BenchmarkTest";
+/// Prefix of every other system topic (`rmq_sys_wheel_timer`, `rmq_sys_REVIVE_LOG_*`, ...).
+pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
+
+/// Whether `topic` is one of RocketMQ's system topics (`TopicValidator.isSystemTopic`; a
+/// broker adds its cluster and broker names): created and deleted only by the broker.
+pub fn is_system_topic(topic: &str) -> bool {
+    matches!(
+        topic,
+        AUTO_CREATE_TOPIC_KEY_TOPIC
+            | SCHEDULE_TOPIC
+            | BENCHMARK_TOPIC
+            | TRANS_HALF_TOPIC
+            | TRACE_TOPIC
+            | TRANS_OP_HALF_TOPIC
+            | TRANS_CHECK_MAX_TIME_TOPIC
+            | SELF_TEST_TOPIC
+            | OFFSET_MOVED_EVENT
+    ) || topic.starts_with(SYSTEM_TOPIC_PREFIX)
+}
+
+/// Whether clients may not send to `topic` (`TopicValidator.isNotAllowedSendTopic`, and the
+/// `rmq_sys_` topics the broker writes itself): where the broker keeps messages on its own
+/// behalf (delays, half messages, their outcomes, timers, pop checkpoints).
+pub fn is_broker_internal_topic(topic: &str) -> bool {
+    matches!(
+        topic,
+        SCHEDULE_TOPIC
+            | TRANS_HALF_TOPIC
+            | TRANS_OP_HALF_TOPIC
+            | TRANS_CHECK_MAX_TIME_TOPIC
+            | SELF_TEST_TOPIC
+            | OFFSET_MOVED_EVENT
+    ) || topic.starts_with(SYSTEM_TOPIC_PREFIX)
+}
+
 /// The retry topic of a consumer group.
 pub fn retry_topic(group: &str) -> String {
     format!("{RETRY_GROUP_TOPIC_PREFIX}{group}")

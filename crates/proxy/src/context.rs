@@ -20,6 +20,8 @@ pub struct Context {
     pub peer: Option<SocketAddr>,
     /// What is left of the call's deadline, if it has one.
     pub timeout: Option<Duration>,
+    /// The `authorization` the call carries (the ACL decides it: [`crate::auth`]).
+    pub credential: Option<crate::auth::Credential>,
 }
 
 impl Context {
@@ -47,6 +49,7 @@ impl Context {
             language: text("x-mq-language"),
             peer: req.remote_addr(),
             timeout: grpc_timeout(&text("grpc-timeout")),
+            credential: crate::auth::Credential::of(md),
         })
     }
 }

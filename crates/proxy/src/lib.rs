@@ -12,6 +12,7 @@
 //! works the same in front of Apache RocketMQ 5.x brokers, which serve the same requests.
 
 pub mod ack;
+pub mod auth;
 pub mod clients;
 mod coalesce;
 pub mod context;
@@ -74,6 +75,9 @@ pub struct ProxyConfig {
     /// The broker this proxy runs in, reached without a socket: its advertised address, its
     /// server's in-process connector, and the address it sees the proxy as.
     pub in_process: Option<(String, rocketpy_remoting::InProcess, std::net::SocketAddr)>,
+    /// The ACL the calls of 5.x clients are decided by (`aclEnable=true`): the accounts and
+    /// rights of `plain_acl.yml`, as on the broker's remoting port ([`auth`]).
+    pub acl: Option<Arc<rocketpy_acl::Acl>>,
 }
 
 impl Default for ProxyConfig {
@@ -92,6 +96,7 @@ impl Default for ProxyConfig {
             tls: Arc::new(rocketpy_remoting::ServerTls::disabled()),
             in_process: None,
             client_tls: None,
+            acl: None,
         }
     }
 }

@@ -10,6 +10,10 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status as GrpcStatus, Streaming};
 
+use rocketpy_acl::perm::{ANY, PUB, SUB};
+use rocketpy_acl::Needs;
+
+use crate::auth::{authorize, on};
 use crate::clients::{answer_settings, heartbeat_producers, settings_command};
 use crate::context::Context;
 use crate::convert::wrap;
@@ -92,6 +96,9 @@ impl MessagingService for Service {
         let Some(topic) = req.topic.filter(|t| !t.name.is_empty()) else {
             return respond(failed(status(Code::IllegalTopic, "topic is missing")));
         };
+        authorize(&self.inner, &ctx, "QueryRoute", || {
+            on(Some(&wrap(&topic)), ANY, None)
+        })?;
         self.inner.clients.touch(&ctx.client_id);
         let endpoints = req
             .endpoints
@@ -112,6 +119,10 @@ impl MessagingService for Service {
     ) -> Result<Response<pb::HeartbeatResponse>, GrpcStatus> {
         let failed = |s| pb::HeartbeatResponse { status: Some(s) };
         let ctx = context_or!(request, failed);
+        let group = request.get_ref().group.as_ref().map(wrap);
+        authorize(&self.inner, &ctx, "Heartbeat", || {
+            on(None, SUB, group.as_deref())
+        })?;
         if self.inner.clients.touch(&ctx.client_id) {
             respond(pb::HeartbeatResponse { status: Some(ok()) })
         } else {
@@ -131,6 +142,17 @@ impl MessagingService for Service {
             entries: Vec::new(),
         };
         let ctx = context_or!(request, failed);
+        authorize(&self.inner, &ctx, "SendMessage", || {
+            let mut needed = Needs::default();
+            for m in &request.get_ref().messages {
+                if let Some(t) = &m.topic {
+                    needed.topic(&wrap(t), PUB);
+                }
+            }
+            needed.resources.sort_unstable();
+            needed.resources.dedup();
+            needed
+        })?;
         self.inner.clients.touch(&ctx.client_id);
         respond(send::send_message(&self.inner, &ctx, request.into_inner()).await)
     }
@@ -144,6 +166,10 @@ impl MessagingService for Service {
             assignments: Vec::new(),
         };
         let ctx = context_or!(request, failed);
+        let r = request.get_ref();
+        authorize(&self.inner, &ctx, "QueryAssignment", || {
+            on_resources(r.topic.as_ref(), SUB, r.group.as_ref())
+        })?;
         respond(receive::query_assignment(&self.inner, &ctx, request.into_inner()).await)
     }
 
@@ -166,6 +192,11 @@ impl MessagingService for Service {
             Ok(ctx) => ctx,
             Err(e) => return Ok(Response::new(status_only(e.status()))),
         };
+        let r = request.get_ref();
+        let topic = r.message_queue.as_ref().and_then(|q| q.topic.as_ref());
+        authorize(&self.inner, &ctx, "ReceiveMessage", || {
+            on_resources(topic, SUB, r.group.as_ref())
+        })?;
         self.inner.clients.touch(&ctx.client_id);
         let received = receive::receive(&self.inner, &ctx, request.into_inner()).await;
         let mut items = Vec::with_capacity(received.messages.len() + 2);
@@ -192,6 +223,10 @@ impl MessagingService for Service {
             entries: Vec::new(),
         };
         let ctx = context_or!(request, failed);
+        let r = request.get_ref();
+        authorize(&self.inner, &ctx, "AckMessage", || {
+            on_resources(r.topic.as_ref(), SUB, r.group.as_ref())
+        })?;
         self.inner.clients.touch(&ctx.client_id);
         respond(crate::ack::ack(&self.inner, &ctx, request.into_inner()).await)
     }
@@ -202,6 +237,10 @@ impl MessagingService for Service {
     ) -> Result<Response<pb::ForwardMessageToDeadLetterQueueResponse>, GrpcStatus> {
         let failed = |s| pb::ForwardMessageToDeadLetterQueueResponse { status: Some(s) };
         let ctx = context_or!(request, failed);
+        let r = request.get_ref();
+        authorize(&self.inner, &ctx, "ForwardMessageToDeadLetterQueue", || {
+            on_resources(r.topic.as_ref(), SUB, r.group.as_ref())
+        })?;
         respond(receive::forward_dlq(&self.inner, &ctx, request.into_inner()).await)
     }
 
@@ -254,6 +293,10 @@ impl MessagingService for Service {
     ) -> Result<Response<pb::EndTransactionResponse>, GrpcStatus> {
         let failed = |s| pb::EndTransactionResponse { status: Some(s) };
         let ctx = context_or!(request, failed);
+        let r = request.get_ref();
+        authorize(&self.inner, &ctx, "EndTransaction", || {
+            on_resources(r.topic.as_ref(), PUB, None)
+        })?;
         self.inner.clients.touch(&ctx.client_id);
         respond(transaction::end_transaction(&self.inner, request.into_inner()).await)
     }
@@ -265,6 +308,9 @@ impl MessagingService for Service {
         request: Request<Streaming<pb::TelemetryCommand>>,
     ) -> Result<Response<Self::TelemetryStream>, GrpcStatus> {
         let ctx = Context::of(&request).map_err(|e| GrpcStatus::invalid_argument(e.message))?;
+        // The stream opens on a valid signature; each settings command is checked for the
+        // rights it declares.
+        authorize(&self.inner, &ctx, "Telemetry", Needs::default)?;
         let (tx, rx) = mpsc::channel(64);
         let mut inbound = request.into_inner();
         let proxy = self.inner.clone();
@@ -274,6 +320,12 @@ impl MessagingService for Service {
                 else {
                     continue; // thread stack traces, verify results: nothing to do with them
                 };
+                if let Err(refused) =
+                    authorize(&proxy, &ctx, "Telemetry", || settings_needs(&settings))
+                {
+                    let _ = tx.send(Err(refused)).await;
+                    break;
+                }
                 match answer_settings(&proxy, settings).await {
                     Ok(answer) => {
                         let publishes =
@@ -308,6 +360,10 @@ impl MessagingService for Service {
     ) -> Result<Response<pb::NotifyClientTerminationResponse>, GrpcStatus> {
         let failed = |s| pb::NotifyClientTerminationResponse { status: Some(s) };
         let ctx = context_or!(request, failed);
+        let group = request.get_ref().group.as_ref().map(wrap);
+        authorize(&self.inner, &ctx, "NotifyClientTermination", || {
+            on(None, SUB, group.as_deref())
+        })?;
         self.inner.clients.remove(&ctx.client_id);
         self.inner.renewals.forget_client(&ctx.client_id);
         respond(pb::NotifyClientTerminationResponse { status: Some(ok()) })
@@ -322,6 +378,10 @@ impl MessagingService for Service {
             receipt_handle: String::new(),
         };
         let ctx = context_or!(request, failed);
+        let r = request.get_ref();
+        authorize(&self.inner, &ctx, "ChangeInvisibleDuration", || {
+            on_resources(r.topic.as_ref(), SUB, r.group.as_ref())
+        })?;
         self.inner.clients.touch(&ctx.client_id);
         respond(receive::change_invisible(&self.inner, &ctx, request.into_inner()).await)
     }
@@ -344,6 +404,40 @@ impl MessagingService for Service {
             status: Some(unsupported("SyncLiteSubscription")),
         })
     }
+}
+
+/// `right` on a call's topic and SUB on its group, with their namespaces.
+fn on_resources(topic: Option<&pb::Resource>, right: u8, group: Option<&pb::Resource>) -> Needs {
+    let (topic, group) = (topic.map(wrap), group.map(wrap));
+    on(topic.as_deref(), right, group.as_deref())
+}
+
+/// The rights a client's settings declare: PUB on each topic it publishes to; SUB on its
+/// group and each topic it subscribes.
+fn settings_needs(settings: &pb::Settings) -> Needs {
+    let mut needed = Needs::default();
+    match &settings.pub_sub {
+        Some(pb::settings::PubSub::Publishing(p)) => {
+            for t in &p.topics {
+                needed.topic(&wrap(t), PUB);
+            }
+        }
+        Some(pb::settings::PubSub::Subscription(s)) => {
+            let group = s.group.as_ref().map(wrap);
+            if let Some(g) = &group {
+                needed.group(g);
+            }
+            for e in &s.subscriptions {
+                if let Some(t) = &e.topic {
+                    needed.topic_of(&wrap(t), SUB, group.as_deref());
+                }
+            }
+        }
+        None => {}
+    }
+    needed.resources.sort_unstable();
+    needed.resources.dedup();
+    needed
 }
 
 fn unsupported(what: &str) -> pb::Status {

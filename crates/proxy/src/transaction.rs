@@ -79,6 +79,7 @@ pub async fn end_transaction(
             }
         };
         let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
+        check_half(proxy, &id, &topic).await?;
         let header = EndTransactionRequestHeader {
             producer_group: topic,
             tran_state_table_offset: id.queue_offset,
@@ -104,6 +105,45 @@ pub async fn end_transaction(
                 .map_or_else(|e: ProxyError| e.status(), |()| ok()),
         ),
     }
+}
+
+/// The transaction id names a broker: only a master of `topic`'s route is asked (the proxy
+/// never connects where a client tells it to). With the ACL on, the half message must be of
+/// `topic`, on which the caller's PUB right was checked: the broker checks the proxy's own
+/// account, which may end any transaction.
+async fn check_half(proxy: &ProxyInner, id: &TransactionId, topic: &str) -> Result<(), ProxyError> {
+    let masters = proxy.routes.masters_of(topic).await?;
+    if !masters.iter().any(|(_, addr)| *addr == id.broker_addr) {
+        return Err(ProxyError::new(
+            Code::InvalidTransactionId,
+            format!(
+                "the transaction id names {}, no master of topic {topic}",
+                id.broker_addr
+            ),
+        ));
+    }
+    if proxy.config.acl.is_none() {
+        return Ok(());
+    }
+    let view = crate::remoting_request(request::VIEW_MESSAGE_BY_ID)
+        .with_field("offset", id.commit_log_offset);
+    let resp = proxy
+        .remoting
+        .invoke(&id.broker_addr, view, proxy.config.remoting_timeout)
+        .await?;
+    let real = match record::decode(&resp.body, false) {
+        Ok(Decoded::Message(half)) if resp.code == 0 => {
+            properties::find(half.properties, keys::REAL_TOPIC).map(str::to_owned)
+        }
+        _ => None,
+    };
+    if real.as_deref() != Some(topic) {
+        return Err(ProxyError::new(
+            Code::Forbidden,
+            format!("the transaction's half message is not of topic {topic}"),
+        ));
+    }
+    Ok(())
 }
 
 /// Answers the requests brokers send the proxy: transaction checks go to a producer.

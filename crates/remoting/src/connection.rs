@@ -79,6 +79,7 @@ pub struct Connection {
     /// Whether frames may be written from the sender's task (plain TCP only).
     direct: bool,
     tls: bool,
+    in_process: bool,
     tx: mpsc::Sender<Bytes>,
     writer: tokio::sync::Mutex<Writer>,
     queued: std::sync::atomic::AtomicUsize,
@@ -113,6 +114,7 @@ impl Connection {
             let _ = tcp.set_nodelay(true);
         }
         let tls = stream.is_tls();
+        let in_process = stream.is_in_process();
         let direct = stream.writes_directly();
         let (read, write) = stream.split();
         let (tx, rx) = mpsc::channel(config.write_queue.max(1));
@@ -125,6 +127,7 @@ impl Connection {
             peer,
             direct,
             tls,
+            in_process,
             tx,
             writer: tokio::sync::Mutex::new(writer),
             queued: std::sync::atomic::AtomicUsize::new(0),
@@ -152,6 +155,12 @@ impl Connection {
     /// Whether the connection is TLS.
     pub fn is_tls(&self) -> bool {
         self.tls
+    }
+
+    /// Whether the connection is an in-process pipe: a client in this process (a broker's
+    /// own gRPC proxy, which decides its calls with the caller's account at its own door).
+    pub fn is_in_process(&self) -> bool {
+        self.in_process
     }
 
     /// Whether the connection has closed.

@@ -142,6 +142,13 @@ impl ProcessorTable {
         self
     }
 
+    /// The codes with a processor (sorted): what the server serves.
+    pub fn codes(&self) -> Vec<i32> {
+        let mut codes: Vec<i32> = self.processors.keys().copied().collect();
+        codes.sort_unstable();
+        codes
+    }
+
     /// Sets the listener told about closed connections.
     pub fn on_close(&mut self, listener: CloseListener) -> &mut Self {
         self.on_close = Some(listener);

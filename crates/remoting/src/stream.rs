@@ -78,6 +78,11 @@ impl Stream {
         matches!(self, Stream::Plain(_))
     }
 
+    /// Whether this is an in-process pipe ([`Stream::pair`]): both ends in this process.
+    pub fn is_in_process(&self) -> bool {
+        matches!(self, Stream::Pipe { .. })
+    }
+
     /// Whether it is TLS.
     pub fn is_tls(&self) -> bool {
         matches!(self, Stream::Tls(_))

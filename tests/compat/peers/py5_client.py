@@ -4,8 +4,8 @@ the Python of the venv ``make compat-py5`` makes. Nothing here uses rocketpy.
 
     python py5_client.py '<json spec>'
 
-The spec's ``action`` is ``produce``, ``transaction``, ``simple_consume``, ``push_consume``
-or ``stub_batch_ack``;
+The spec's ``action`` is ``produce``, ``transaction``, ``simple_consume``, ``push_consume``,
+``stub_batch_ack`` or ``stub_query_route``;
 results are JSON lines on stdout (``ready``, ``sent``, ``received``, ``acked``, ``checked``,
 ``done``, ``error``). Consumers run until their stdin closes or ``timeout`` passes.
 """
@@ -44,7 +44,10 @@ def emit(event: str, **fields: Any) -> None:
 
 
 def config(spec: dict[str, Any]) -> ClientConfiguration:
-    return ClientConfiguration(spec["endpoint"], Credentials(), spec.get("namespace", ""), 5)
+    """The endpoint, and the account when the spec names one (``access_key``, ``secret_key``:
+    the client signs every call's ``x-mq-date-time`` with it)."""
+    credentials = Credentials(spec.get("access_key", ""), spec.get("secret_key", ""))
+    return ClientConfiguration(spec["endpoint"], credentials, spec.get("namespace", ""), 5)
 
 
 def tls(spec: dict[str, Any]) -> bool:
@@ -251,6 +254,31 @@ def stub_batch_ack(spec: dict[str, Any]) -> None:
                 )
 
 
+def stub_query_route(spec: dict[str, Any]) -> None:
+    """One QueryRoute through the package's gRPC stub, with the metadata its clients sign
+    (the package's own ``Signature.metadata``): emits ``answered`` with the gRPC status code
+    name, and the response's status code when the call succeeded."""
+    import uuid
+
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+    from rocketmq.v5.util.signature import Signature
+
+    md = Signature.metadata(config(spec), f"stub-{uuid.uuid4().hex[:8]}")
+    host, port = spec["endpoint"].rsplit(":", 1)
+    endpoints = d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
+    with grpc.insecure_channel(spec["endpoint"]) as channel:
+        stub = sg.MessagingServiceStub(channel)
+        req = s.QueryRouteRequest(topic=d.Resource(name=spec["topic"]), endpoints=endpoints)
+        try:
+            r = stub.QueryRoute(req, metadata=md, timeout=10)
+            emit("answered", grpc="OK", status=r.status.code)
+        except grpc.RpcError as e:
+            emit("answered", grpc=e.code().name, details=e.details())
+
+
 class Listener(MessageListener):
     def __init__(self, spec: dict[str, Any]) -> None:
         self.fail_first = spec.get("fail_first", 0)
@@ -296,6 +324,7 @@ ACTIONS = {
     "simple_consume": simple_consume,
     "push_consume": push_consume,
     "stub_batch_ack": stub_batch_ack,
+    "stub_query_route": stub_query_route,
 }
 
 

@@ -32,12 +32,18 @@ pub async fn serve(
     listener: TcpListener,
     mut stop: watch::Receiver<bool>,
 ) {
+    // Checked when the settings were (Broker::start validates them first).
+    let allowed = super::allow::allowed_peers(&broker.settings).unwrap_or(Some(Vec::new()));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stop.wait_for(|s| *s) => return,
         };
         match accepted {
+            Ok((stream, peer)) if !super::allow::serves(allowed.as_deref(), peer.ip()) => {
+                tracing::warn!(%peer, "HA connection from an address haAllowedAddresses does not name: closed");
+                drop(stream);
+            }
             Ok((stream, peer)) => {
                 tracing::info!(%peer, "slave connected");
                 let broker = broker.clone();

@@ -16,9 +16,12 @@
 //! epochs): a master that lost its tail and took new writes past the slave's end before the
 //! slave reconnected — the slave then keeps its old bytes below that end.
 
+pub mod allow;
 pub mod master;
 pub mod slave;
 pub mod sync;
+
+pub use allow::allowed_peers;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -29,6 +29,25 @@ use rocketpy_store::{Appended, BrokerRole, StoreError};
 use crate::ha::ReplicaWait;
 use crate::BrokerInner;
 
+/// The ACL's [`rocketpy_acl::rules::Rule::Stored`] rule: the caller needs `right` on the
+/// topics of the stored message its request named (`topic`, with properties `props`),
+/// decided after reading the record and before answering or acting on it.
+pub(crate) fn check_stored_rights(
+    broker: &BrokerInner,
+    conn: &Connection,
+    req: &RemotingCommand,
+    topic: &str,
+    props: &str,
+    right: u8,
+) -> Result<(), ProcessError> {
+    let Some(acl) = broker.acl.as_ref().filter(|_| !conn.is_in_process()) else {
+        return Ok(()); // no ACL, or the broker's own proxy (see AclGuard)
+    };
+    let needed = rocketpy_acl::stored_message(topic, props, right);
+    acl.permits(conn.peer().ip(), req, &needed)
+        .map_err(|remark| ProcessError::new(response::NO_PERMISSION, remark))
+}
+
 /// The slot the broker state is put in once the server is bound (its port is part of it).
 pub type BrokerSlot = Arc<OnceLock<Arc<BrokerInner>>>;
 
@@ -358,4 +377,22 @@ pub(crate) fn spread_queue(queues: i32) -> i32 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
     (NEXT.fetch_add(1, Ordering::Relaxed) % queues.max(1) as u32) as i32
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every code the broker serves (on its main and VIP ports) has an access rule, and every
+    /// rule is for a code it serves: a new processor cannot slip past the ACL.
+    #[test]
+    fn every_served_code_has_an_access_rule() {
+        let served = super::processor_table(Default::default()).codes();
+        let ruled: Vec<i32> = rocketpy_acl::rules::BROKER.iter().map(|r| r.0).collect();
+        let unruled: Vec<_> = served.iter().filter(|c| !ruled.contains(c)).collect();
+        assert!(
+            unruled.is_empty(),
+            "served without an access rule: {unruled:?}"
+        );
+        let stale: Vec<_> = ruled.iter().filter(|c| !served.contains(c)).collect();
+        assert!(stale.is_empty(), "rules for codes not served: {stale:?}");
+    }
 }

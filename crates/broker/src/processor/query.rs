@@ -3,16 +3,18 @@
 
 use std::sync::Arc;
 
+use rocketpy_acl::perm::SUB;
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::header::{
     GetEarliestMsgStoretimeRequestHeader, GetEarliestMsgStoretimeResponseHeader,
     QueryMessageRequestHeader, QueryMessageResponseHeader, SearchOffsetRequestHeader,
     SearchOffsetResponseHeader, ViewMessageRequestHeader,
 };
+use rocketpy_protocol::message::record::{self, Decoded};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
-use super::{ok, reply};
+use super::{check_stored_rights, ok, reply};
 use crate::BrokerInner;
 
 /// Most messages one QUERY_MESSAGE returns (RocketMQ's `defaultQueryMaxNum`).
@@ -75,17 +77,28 @@ pub fn query_message(
 /// The record at a CommitLog offset (the client decodes the offset from the message id).
 pub fn view_message_by_id(
     broker: &Arc<BrokerInner>,
-    _: &Arc<Connection>,
+    conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
     let h: ViewMessageRequestHeader = req.decode_header()?;
-    match broker.store.look_message_by_offset(h.offset) {
-        Some(record) => reply(ok(req).with_body(record)),
-        None => Err(ProcessError::new(
+    let not_found = || {
+        ProcessError::new(
             response::SYSTEM_ERROR,
             format!("can not find message by the offset, {}", h.offset),
-        )),
+        )
+    };
+    let record = broker
+        .store
+        .look_message_by_offset(h.offset)
+        .ok_or_else(not_found)?;
+    // The ACL needs SUB on the topics of the message found, whatever `topic` the caller named.
+    if broker.acl.is_some() {
+        let Ok(Decoded::Message(view)) = record::decode(&record, false) else {
+            return Err(not_found());
+        };
+        check_stored_rights(broker, conn, req, view.topic, view.properties, SUB)?;
     }
+    reply(ok(req).with_body(record))
 }
 
 /// The first offset of a queue stored at or after `timestamp`.

@@ -15,8 +15,8 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{
-    check_broker_writeable, dlq_topic, ok, reply, retry_topic, spread_queue, store_error,
-    with_store_wait,
+    check_broker_writeable, check_stored_rights, dlq_topic, ok, reply, retry_topic, spread_queue,
+    store_error, with_store_wait,
 };
 use crate::BrokerInner;
 
@@ -52,6 +52,15 @@ pub fn consumer_send_msg_back(
             format!("the record at offset {offset} is unreadable"),
         ));
     };
+    // Only a message of a topic the caller may consume is copied into its group's retry topic.
+    check_stored_rights(
+        broker,
+        conn,
+        req,
+        original.topic,
+        original.properties,
+        rocketpy_acl::perm::SUB,
+    )?;
     let max = h.max_reconsume_times.unwrap_or(cfg.retry_max_times);
     let mut props: Vec<(String, String)> = properties::pairs(original.properties)
         .filter(|(k, _)| *k != keys::DELAY_TIME_LEVEL && *k != keys::WAIT_STORE_MSG_OK)

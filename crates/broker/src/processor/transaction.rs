@@ -57,6 +57,15 @@ pub fn end_transaction(
         )))
         }
     };
+    // The caller must be allowed to publish to the half message's real topic.
+    super::check_stored_rights(
+        broker,
+        conn,
+        req,
+        half.topic,
+        half.properties,
+        rocketpy_acl::perm::PUB,
+    )?;
     // RocketMQ's checkPrepareMessage, with its remarks.
     if properties::find(half.properties, keys::PRODUCER_GROUP) != Some(h.producer_group.as_str()) {
         return Err(refused("The producer group wrong"));

@@ -349,3 +349,51 @@ fn a_slave_follows_a_master_that_lost_its_tail() {
     servers.rt.block_on(slave.shutdown()).unwrap();
     servers.rt.block_on(master.shutdown()).unwrap();
 }
+
+/// The HA port serves only the slaves `haAllowedAddresses` names: anyone else is closed before
+/// a byte of the CommitLog is sent, and its offsets acknowledge nothing.
+#[test]
+fn an_unlisted_peer_gets_no_bytes_from_the_ha_port() {
+    use std::io::{Read, Write};
+
+    let servers = Servers::start_with(|namesrv| {
+        vec![
+            ("namesrvAddr", namesrv.to_string()),
+            ("brokerRole", "SYNC_MASTER".into()),
+            ("haAllowedAddresses", "192.0.2.10;198.51.100.*".into()),
+        ]
+    });
+    let master = servers.broker.as_ref().unwrap();
+    let mut w = Wire::connect(servers.broker_addr());
+    assert_eq!(
+        send(&mut w, "HaTopic", 0, b"secret").code,
+        SLAVE_NOT_AVAILABLE
+    );
+    let ha: SocketAddr = master.inner().ha_addr.clone().unwrap().parse().unwrap();
+    let mut peer = std::net::TcpStream::connect(ha).unwrap();
+    peer.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // Offset 0, then a report past everything stored: a slave's first words.
+    let _ = peer.write_all(&0i64.to_be_bytes());
+    let _ = peer.write_all(&i64::MAX.to_be_bytes());
+    let mut got = Vec::new();
+    let _ = peer.read_to_end(&mut got);
+    assert!(got.is_empty(), "an unlisted peer read {} bytes", got.len());
+    assert_eq!(master.inner().ha.slave_count(), 0);
+    assert_eq!(master.inner().ha.acked_offset(), 0);
+    // A broker started with the ACL on, bound beyond loopback and without the list, refuses.
+    let dir = tempfile::tempdir().unwrap();
+    let mut open = BrokerSettings::new(dir.path());
+    for (k, v) in [
+        ("aclEnable", "true"),
+        ("bindAddress", "0.0.0.0"),
+        ("listenPort", "0"),
+    ] {
+        open.set(k, v).unwrap();
+    }
+    let refused = servers.rt.block_on(Broker::start(open)).err().unwrap();
+    assert!(
+        refused.to_string().contains("haAllowedAddresses"),
+        "{refused}"
+    );
+}

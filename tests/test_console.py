@@ -205,3 +205,34 @@ def test_changes_need_the_page_token(console) -> None:
         urllib.request.urlopen(console.url + "actions/create-topic", data=data, timeout=10)
     assert e.value.code == 403
     e.value.close()
+
+
+def test_other_sites_names_and_origins_are_refused(console) -> None:
+    """A page of another site whose name resolves to the console (DNS rebinding) reads
+    nothing; a change posted from another origin is refused even with the page's token."""
+
+    def get(headers: dict[str, str], data: bytes | None = None) -> int:
+        req = urllib.request.Request(console.url, data=data, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status
+        except urllib.error.HTTPError as e:
+            e.close()
+            return e.code
+
+    port = console.url.rsplit(":", 1)[1].rstrip("/")
+    assert get({}) == 200
+    assert get({"Host": f"localhost:{port}"}) == 200
+    assert get({"Host": f"evil.example:{port}"}) == 421
+    page = urllib.request.urlopen(console.url + "topics", timeout=10).read().decode()
+    token = page.split('name="token" value="', 1)[1].split('"', 1)[0]
+    form = f"token={token}&topic=FromElsewhere&queues=1&confirmed=no".encode()
+    action = console.url + "actions/create-topic"
+    req = urllib.request.Request(action, data=form, headers={"Origin": "http://evil.example"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=10)
+    assert e.value.code == 403
+    e.value.close()
+    own = urllib.request.Request(action, data=form, headers={"Origin": console.url.rstrip("/")})
+    with urllib.request.urlopen(own, timeout=10) as r:
+        assert r.status == 200, "the console's own origin asks for confirmation"

@@ -136,7 +136,9 @@ def cmd_dev(args: argparse.Namespace) -> None:
     _say("rocketpy dev stopped")
 
 
-def _start_console(namesrv: str, host: str, port: int) -> Any:
+def _start_console(
+    namesrv: str, host: str, port: int, allowed_hosts: list[str] | None = None
+) -> Any:
     try:
         from rocketpy.console import ConsoleServer
     except ImportError:  # pragma: no cover - the extra is missing
@@ -145,12 +147,12 @@ def _start_console(namesrv: str, host: str, port: int) -> Any:
         ) from None
     if host not in ("127.0.0.1", "localhost", "::1"):
         _say(f"warning: the console has no login and changes the cluster; it listens on {host}")
-    return ConsoleServer(namesrv, host, port).start()
+    return ConsoleServer(namesrv, host, port, allowed_hosts or ()).start()
 
 
 def cmd_console(args: argparse.Namespace) -> None:
     stop = _stop_signal()
-    console = _start_console(args.namesrv, args.host, args.port)
+    console = _start_console(args.namesrv, args.host, args.port, args.allowed_host)
     _say(f"rocketpy console on {console.url} (name server {args.namesrv})")
     _wait_for(stop)
     console.stop()
@@ -230,6 +232,14 @@ def parser() -> argparse.ArgumentParser:
     con.add_argument("-n", "--namesrv", default=os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"))
     con.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     con.add_argument("--port", type=int, default=8080)
+    con.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a name the console is reached by (besides localhost and IP addresses); "
+        "requests under other names are refused",
+    )
     con.set_defaults(func=cmd_console)
 
     bench.add_parser(sub)

@@ -9,16 +9,18 @@ Needs Flask and waitress (``pip install rocketpy-mq[console]``)."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["ConsoleServer", "create_app"]
 
 
-def create_app(namesrv: str) -> Any:
-    """The console's Flask application for the name server ``namesrv``."""
+def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Any:
+    """The console's Flask application for the name server ``namesrv``; ``allowed_hosts``:
+    the names it is reached by besides ``localhost`` and IP addresses."""
     from rocketpy.console.web import create_app as make
 
-    return make(namesrv)
+    return make(namesrv, allowed_hosts)
 
 
 class ConsoleServer:
@@ -28,12 +30,22 @@ class ConsoleServer:
         namesrv: the name server, ``host:port``.
         host: interface to listen on (127.0.0.1 by default: the console has no login).
         port: port (0 = a free one).
+        allowed_hosts: names the console is reached by (its ``Host`` header) besides
+            ``localhost`` and IP addresses; requests under any other name are refused (a
+            page of another site whose name points here), as are changes whose ``Origin`` is
+            not the console's own.
     """
 
-    def __init__(self, namesrv: str, host: str = "127.0.0.1", port: int = 8080) -> None:
+    def __init__(
+        self,
+        namesrv: str,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
         from waitress.server import create_server
 
-        self.app = create_app(namesrv)
+        self.app = create_app(namesrv, allowed_hosts)
         self._server = create_server(self.app, host=host, port=port, threads=4)
         self._thread: threading.Thread | None = None
 

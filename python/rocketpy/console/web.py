@@ -5,11 +5,13 @@ properties are data from producers)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from flask import Flask, abort, flash, jsonify, redirect, render_template, request
 
@@ -50,13 +52,44 @@ class Cluster:
         self.admin.close()
 
 
-def create_app(namesrv: str) -> Flask:
-    """The console of the cluster whose name server is ``namesrv`` (``host:port``)."""
+def host_allowed(host: str, allowed: frozenset[str]) -> bool:
+    """Whether a request's ``Host`` (a name or address, maybe with a port) names the console:
+    an IP address (a page served from one is of that address's origin), ``localhost``, or a
+    name in ``allowed``. Anything else is a page of another site whose name was pointed at
+    this address (DNS rebinding)."""
+    name = urlsplit(f"//{host}").hostname or ""
+    if name == "localhost" or name in allowed:
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Flask:
+    """The console of the cluster whose name server is ``namesrv`` (``host:port``).
+
+    ``allowed_hosts`` are the names it may be reached by besides ``localhost`` and IP
+    addresses (its ``Host`` header is checked on every request, a POST's ``Origin`` too)."""
     app = Flask(__name__)
+    allowed = frozenset(h.strip().lower() for h in allowed_hosts if h.strip())
     app.secret_key = secrets.token_bytes(32)
     token = secrets.token_urlsafe(24)
     cluster = Cluster(namesrv)
     app.extensions["rocketpy_cluster"] = cluster
+
+    @app.before_request
+    def same_site_only() -> None:
+        # A page of another site may not read (Host: its name, resolved to us) or change
+        # (Origin: its own) anything, whatever token it got hold of.
+        if not host_allowed(request.host, allowed):
+            abort(
+                421, "the console is not served under this name (rocketpy console --allowed-host)"
+            )
+        origin = request.headers.get("Origin")
+        if request.method == "POST" and origin and origin != request.host_url.rstrip("/"):
+            abort(403, "a change from a page of another origin")
 
     @app.context_processor
     def common() -> dict[str, Any]:

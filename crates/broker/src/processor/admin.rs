@@ -7,11 +7,12 @@ use rocketpy_protocol::code::response;
 use rocketpy_protocol::header::{
     CreateTopicRequestHeader, GetSubscriptionGroupConfigRequestHeader,
 };
-use rocketpy_protocol::topic::{retry_topic, validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC};
+use rocketpy_protocol::topic::{retry_topic, validate_topic};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{json_reply, ok, reply, system_error};
+use crate::topic_config::is_reserved_topic;
 use crate::BrokerInner;
 
 /// Most queues a topic may have on one broker (each queue is a directory and files).
@@ -26,14 +27,10 @@ pub fn update_and_create_topic(
     let h: CreateTopicRequestHeader = req.decode_header()?;
     let topic = h.topic.as_str();
     validate_topic(topic).map_err(system_error)?;
-    let cfg = broker.config();
-    if topic == AUTO_CREATE_TOPIC_KEY_TOPIC
-        || topic == cfg.broker_cluster_name
-        || topic == cfg.broker_name
-    {
+    if is_reserved_topic(broker.config(), topic) {
         return Err(ProcessError::new(
             response::SYSTEM_ERROR,
-            format!("The topic[{topic}] is conflict with system reserved words."),
+            format!("The topic[{topic}] is conflict with system topic."),
         ));
     }
     let (read, write, perm) = (h.read_queue_nums, h.write_queue_nums, h.perm);

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::header::{DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader};
-use rocketpy_protocol::topic::{validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC};
+use rocketpy_protocol::topic::validate_topic;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
@@ -22,14 +22,7 @@ pub fn delete_topic(
     let h: DeleteTopicRequestHeader = req.decode_header()?;
     let topic = h.topic.as_str();
     validate_topic(topic).map_err(system_error)?;
-    let cfg = broker.config();
-    let system = [
-        AUTO_CREATE_TOPIC_KEY_TOPIC,
-        SCHEDULE_TOPIC,
-        cfg.broker_cluster_name.as_str(),
-        cfg.broker_name.as_str(),
-    ];
-    if system.contains(&topic) || topic.starts_with("rmq_sys_") {
+    if crate::topic_config::is_reserved_topic(broker.config(), topic) {
         return Err(ProcessError::new(
             response::SYSTEM_ERROR,
             format!("The topic[{topic}] is conflict with system topic."),

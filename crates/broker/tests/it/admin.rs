@@ -301,3 +301,45 @@ fn query_consume_queue_lists_units_as_mqadmin_reads_them() {
     assert_eq!(unknown.code, SYSTEM_ERROR);
     assert_eq!(unknown.remark.as_deref(), Some("99@AdmCq is not exist!"));
 }
+
+/// Topics the broker keeps for itself are neither created nor deleted by an admin (RocketMQ's
+/// TopicValidator: "The topic[X] is conflict with system topic.").
+#[test]
+fn system_topics_are_neither_created_nor_deleted() {
+    const UPDATE_AND_CREATE_TOPIC: i32 = 17;
+    const SYSTEM_ERROR: i32 = 1;
+    let servers = Servers::start();
+    let mut admin = Wire::connect(servers.broker_addr());
+    let cluster = servers.settings.broker.broker_cluster_name.clone();
+    let reply = format!("{cluster}_REPLY_TOPIC");
+    for topic in [
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "rmq_sys_wheel_timer",
+        "TBW102",
+        cluster.as_str(),
+        reply.as_str(),
+    ] {
+        let fields = [
+            ("topic", topic),
+            ("defaultTopic", "TBW102"),
+            ("readQueueNums", "4"),
+            ("writeQueueNums", "4"),
+            ("perm", "6"),
+            ("topicFilterType", "SINGLE_TAG"),
+        ];
+        for (code, fields) in [
+            (UPDATE_AND_CREATE_TOPIC, &fields[..]),
+            (DELETE_TOPIC_IN_BROKER, &fields[..1]),
+        ] {
+            let r = admin.call(code, fields, b"");
+            assert_eq!(r.code, SYSTEM_ERROR, "{code} {topic}");
+            assert_eq!(
+                r.remark.as_deref(),
+                Some(format!("The topic[{topic}] is conflict with system topic.").as_str())
+            );
+        }
+    }
+}

@@ -1,14 +1,23 @@
 """Back-pressure: sends that waited too long behind others are answered SYSTEM_BUSY at once
 (the producer retries elsewhere) instead of queueing more work; nothing is half-stored and
-the broker keeps serving."""
+the broker keeps serving. A peer that pipelines pulls and reads no answers holds a bounded
+number of bytes in the broker (the connection stops being read past its water mark)."""
 
 from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 from rmq_wire import Frame, Wire, encode
-from test_conformance import GET_MAX_OFFSET, SEND_MESSAGE_V2, SUCCESS
+from test_conformance import (
+    GET_MAX_OFFSET,
+    PULL_MESSAGE,
+    SEND_MESSAGE_V2,
+    SUCCESS,
+    create_topic,
+    send_v2,
+)
 
 from devserver import DevProcess
 
@@ -53,5 +62,50 @@ def test_sends_waiting_too_long_get_system_busy(tmp_path):
                 w.call(GET_MAX_OFFSET, {"topic": "BusyTopic", "queueId": "0"}).fields["offset"]
             )
             assert stored == 1 + codes.count(SUCCESS), "exactly the accepted sends were stored"
+    finally:
+        assert dev.stop() == 0
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_a_peer_that_reads_no_answers_holds_bounded_memory(tmp_path):
+    """2,000 pipelined pulls of 250 KiB answers (500 MB; the broker once pinned ~950 MB for
+    such a peer): the broker reads requests only while it owes the peer less than
+    writeBufferHighWaterMark, so its memory stays near where it was, and every answer arrives
+    once the peer reads."""
+    dev = DevProcess(tmp_path / "store").start()
+    try:
+        assert dev.proc is not None
+        with Wire(dev.broker, timeout=60) as w:
+            assert create_topic(w, "PinTopic", queues=1).code == SUCCESS
+            for _ in range(4):
+                assert send_v2(w, "PinTopic", b"p" * (250 << 10)).code == SUCCESS
+        n = 2000
+        fields = {
+            "consumerGroup": "pin-group", "topic": "PinTopic", "queueId": "0",
+            "queueOffset": "0", "maxMsgNums": "32", "sysFlag": "4", "commitOffset": "0",
+            "suspendTimeoutMillis": "0", "subscription": "*", "subVersion": "0",
+            "expressionType": "TAG",
+        }  # fmt: skip
+        frames = b"".join(encode(Frame(PULL_MESSAGE, fields, opaque=200_000 + i)) for i in range(n))
+        before = rss_kb(dev.proc.pid)
+        with Wire(dev.broker, timeout=60, rcvbuf=4096) as w:
+            w.send_raw(frames)
+            # Give the broker time to read and answer all it will: with no bound it would
+            # build every answer (500 MB) now.
+            grown = 0
+            for _ in range(30):
+                time.sleep(0.1)
+                grown = max(grown, rss_kb(dev.proc.pid) - before)
+            assert grown < 100 * 1024, f"the broker grew {grown} KiB for a peer that reads nothing"
+            answers = [w.read_frame() for _ in range(n)]
+            assert {a.code for a in answers} == {SUCCESS}
+            assert all(len(a.body) > 250 << 10 for a in answers)
+            assert [a.opaque for a in answers] == [200_000 + i for i in range(n)]
     finally:
         assert dev.stop() == 0

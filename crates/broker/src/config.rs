@@ -53,6 +53,12 @@ rocketpy_protocol::config_struct! {
         channel_expired_timeout: u64 = 120_000 => "channelExpiredTimeout",
         /// Seconds after which idle connections are closed.
         client_channel_max_idle_time_seconds: u64 = 120 => "clientChannelMaxIdleTimeSeconds",
+        /// Bytes of answers a connection's peer has not read before the broker reads no more of its requests (RocketMQ 5's key, there a Netty water mark; 0: 4 MiB).
+        write_buffer_high_water_mark: usize = 0 => "writeBufferHighWaterMark",
+        /// Unread answer bytes at or below which such a connection is read again (0: half the high mark).
+        write_buffer_low_water_mark: usize = 0 => "writeBufferLowWaterMark",
+        /// Bytes of a connection's requests waiting for later answers (long polls) before the broker reads no more of its requests (rocketpy's key; 0: 16 MiB).
+        max_held_request_bytes: usize = 0 => "maxHeldRequestBytes",
         /// Milliseconds a send may wait behind others before SYSTEM_BUSY.
         wait_time_mills_in_send_queue: u64 = 200 => "waitTimeMillsInSendQueue",
         /// Milliseconds a put may be stuck in the store before sends answer SYSTEM_BUSY.
@@ -101,6 +107,26 @@ rocketpy_protocol::config_struct! {
 }
 
 impl BrokerConfig {
+    /// What each connection may owe and hold ([`rocketpy_remoting::budget`]).
+    pub fn marks(&self) -> rocketpy_remoting::Marks {
+        let default = rocketpy_remoting::Marks::default();
+        let high = match self.write_buffer_high_water_mark {
+            0 => default.high,
+            n => n,
+        };
+        rocketpy_remoting::Marks {
+            high,
+            low: match self.write_buffer_low_water_mark {
+                0 => high / 2,
+                n => n,
+            },
+            held: match self.max_held_request_bytes {
+                0 => default.held,
+                n => n,
+            },
+        }
+    }
+
     /// The account of the broker's own requests, when both keys are set.
     pub fn credentials(&self) -> Option<rocketpy_protocol::signature::Credentials> {
         match (&self.access_key, &self.secret_key) {

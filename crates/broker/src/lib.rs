@@ -316,6 +316,7 @@ impl Broker {
                 broker_cfg.client_channel_max_idle_time_seconds.max(1),
             )),
             tls: server_tls.clone(),
+            marks: broker_cfg.marks(),
             ..ServerConfig::default()
         };
         let server = RemotingServer::bind(&bind, table(), server_config.clone()).await?;

@@ -18,6 +18,7 @@ mod coalesce;
 pub mod context;
 pub mod convert;
 pub mod handle;
+pub mod inbound;
 mod incoming;
 pub mod receive;
 pub mod renew;

@@ -15,7 +15,21 @@ use crate::service::Service;
 use crate::{ProxyConfig, ProxyInner};
 
 /// Largest gRPC message the proxy reads: a 4 MiB body and its properties, with room.
-const MAX_GRPC_MESSAGE: usize = 16 * 1024 * 1024;
+pub const MAX_GRPC_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// Calls one connection may have open at once (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`; a
+/// client queues more until one ends). A 5.x client keeps one receive per assigned queue
+/// and a handful of other calls open.
+pub const MAX_CALLS_PER_CONNECTION: u32 = 128;
+
+/// Bytes of request messages one connection's calls may hold at once ([`crate::inbound`]):
+/// four of the largest messages.
+const MAX_INBOUND_PER_CONNECTION: usize = 4 * MAX_GRPC_MESSAGE;
+
+/// HTTP/2 flow-control windows: bytes a client may send before the proxy has read them, per
+/// call and per connection.
+const STREAM_WINDOW: u32 = 256 * 1024;
+const CONNECTION_WINDOW: u32 = 1024 * 1024;
 
 /// A running proxy.
 pub struct Proxy {
@@ -42,6 +56,16 @@ impl Proxy {
         let server = tokio::spawn(async move {
             let served = tonic::transport::Server::builder()
                 .tcp_nodelay(true)
+                .max_concurrent_streams(MAX_CALLS_PER_CONNECTION)
+                .initial_stream_window_size(STREAM_WINDOW)
+                .initial_connection_window_size(CONNECTION_WINDOW)
+                .http2_max_header_list_size(16 * 1024)
+                // Streams opened and reset at once cost a server work but count as no call
+                // (HTTP/2 rapid reset): a connection doing it is closed.
+                .http2_max_pending_accept_reset_streams(Some(64))
+                .layer(crate::inbound::InboundLayer(crate::inbound::Inbound::new(
+                    MAX_INBOUND_PER_CONNECTION,
+                )))
                 .add_service(service)
                 .serve_with_incoming_shutdown(incoming, async move {
                     let _ = until.wait_for(|s| *s).await;

@@ -27,6 +27,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::budget::{Budget, Marks, Reservation};
 use crate::error::{RemotingError, Result};
 use crate::stream::{ReadSide, Stream, WriteSide};
 use rocketpy_protocol::frame;
@@ -55,10 +56,14 @@ pub trait RequestHandler: Send + Sync + 'static {
 /// Limits of one connection.
 #[derive(Debug, Clone)]
 pub struct ConnectionConfig {
-    /// Close the connection after this long with no frame received (`None` = never).
+    /// Close the connection after this long with no frame received, or with answers the peer
+    /// does not read (`None` = never).
     pub idle_timeout: Option<Duration>,
     /// Frames queued for writing before senders wait.
     pub write_queue: usize,
+    /// Bytes of answers and held requests before the connection stops reading requests
+    /// ([`crate::budget`]).
+    pub marks: Marks,
 }
 
 impl Default for ConnectionConfig {
@@ -66,6 +71,7 @@ impl Default for ConnectionConfig {
         ConnectionConfig {
             idle_timeout: None,
             write_queue: 4096,
+            marks: Marks::default(),
         }
     }
 }
@@ -90,6 +96,8 @@ pub struct Connection {
     draining: watch::Sender<bool>,
     /// Requests being answered later (long polls, flush waits).
     in_flight: std::sync::atomic::AtomicUsize,
+    /// Bytes owed to the peer and held for it.
+    budget: Arc<Budget>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -136,6 +144,7 @@ impl Connection {
             closed_signal: watch::Sender::new(false),
             draining: watch::Sender::new(false),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
+            budget: Arc::new(Budget::new(config.marks)),
         });
         tokio::spawn(write_loop(conn.clone(), rx));
         tokio::spawn(read_loop(conn.clone(), read, handler, config));
@@ -178,7 +187,21 @@ impl Connection {
         if !self.closed.swap(true, Ordering::AcqRel) {
             self.pending_table().clear();
             self.closed_signal.send_replace(true);
+            self.budget.close();
         }
+    }
+
+    /// Bytes of answers queued for the peer and not yet taken by the socket, with the
+    /// reservations of answers being read.
+    pub fn owed_bytes(&self) -> usize {
+        self.budget.owed()
+    }
+
+    /// Waits for room for an answer of about `bytes` before reading it (from the store): a
+    /// request answered later (a long poll) calls this before it builds its answer and keeps
+    /// the reservation until it returns the answer ([`crate::budget`]).
+    pub async fn reserve(&self, bytes: usize) -> Reservation {
+        self.budget.reserve(bytes).await
     }
 
     fn pending_table(
@@ -201,9 +224,12 @@ impl Connection {
             }
             Direct::Queue(frame) => frame,
         };
+        let len = frame.len();
+        self.budget.charge(len);
         self.queued.fetch_add(1, Ordering::AcqRel);
         self.tx.send(frame).await.map_err(|_| {
             self.queued.fetch_sub(1, Ordering::AcqRel);
+            self.budget.release(len);
             RemotingError::ConnectionClosed(self.peer.to_string())
         })
     }
@@ -239,6 +265,7 @@ impl Connection {
         if written < frame.len() {
             // The socket is full: the writer task finishes this frame before any other.
             w.leftover = frame.slice(written..);
+            self.budget.charge(w.leftover.len());
             self.queued.fetch_add(1, Ordering::AcqRel);
             if self.tx.try_send(Bytes::new()).is_err() {
                 // The queue is full, so the writer task has work and will see the leftover.
@@ -324,17 +351,20 @@ async fn write_loop(conn: Arc<Connection>, mut rx: mpsc::Receiver<Bytes>) {
         let mut w = conn.writer.lock().await;
         let leftover = std::mem::take(&mut w.leftover);
         let mut taken = 1;
+        let mut bytes = leftover.len() + frame.len();
         let mut ok =
             w.out.write_all(&leftover).await.is_ok() && w.out.write_all(&frame).await.is_ok();
         // Batch whatever is already queued into the same flush.
         while ok {
             let Ok(more) = rx.try_recv() else { break };
             taken += 1;
+            bytes += more.len();
             ok = w.out.write_all(&more).await.is_ok();
         }
         ok = ok && w.out.flush().await.is_ok();
         // Under the lock: a direct write may start only after these frames are out.
         conn.queued.fetch_sub(taken, Ordering::AcqRel);
+        conn.budget.release(bytes);
         drop(w);
         if !ok || conn.is_closed() {
             break;
@@ -378,11 +408,18 @@ async fn read_loop(
         }
         let received_at = std::time::Instant::now();
         loop {
+            let before = buf.len();
             match frame::decode(&mut buf) {
                 Ok(Some(cmd)) if cmd.is_response() => conn.complete(cmd),
                 Ok(Some(mut cmd)) => {
+                    // A peer that reads no answers gets no more of them: requests wait here
+                    // until the socket has taken what it owes (or the peer is dropped).
+                    if !conn.budget.wait_for_room(config.idle_timeout).await {
+                        tracing::info!(peer = %conn.peer, owed = conn.budget.owed(), held = conn.budget.held(), "closing a connection that reads no answers");
+                        break 'outer;
+                    }
                     cmd.received_at = Some(received_at);
-                    dispatch(&conn, &handler, cmd).await
+                    dispatch(&conn, &handler, cmd, before - buf.len()).await
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -405,10 +442,13 @@ async fn read_loop(
     handler.on_close(&conn);
 }
 
+/// Hands a request of `frame_len` bytes to the handler; one answered later counts as held
+/// until its answer is queued.
 async fn dispatch(
     conn: &Arc<Connection>,
     handler: &Arc<dyn RequestHandler>,
     request: RemotingCommand,
+    frame_len: usize,
 ) {
     let oneway = request.is_oneway();
     match handler.handle(conn, request) {
@@ -420,10 +460,12 @@ async fn dispatch(
         Reply::Later(future) => {
             let conn = conn.clone();
             conn.in_flight.fetch_add(1, Ordering::AcqRel);
+            conn.budget.hold(frame_len);
             tokio::spawn(async move {
                 if let (Some(response), false) = (future.await, oneway) {
                     send_response(&conn, response).await;
                 }
+                conn.budget.unhold(frame_len);
                 conn.in_flight.fetch_sub(1, Ordering::AcqRel);
             });
         }

@@ -7,6 +7,7 @@
 //! - [`tls`], [`stream`]: TLS on connections (RocketMQ's `tls.*` keys).
 
 pub mod batch;
+pub mod budget;
 pub mod client;
 pub mod connection;
 pub mod direct;
@@ -18,6 +19,7 @@ pub mod stream;
 pub mod tls;
 
 pub use batch::{Accumulator, AddError, Added, BatchSettings, BatchSink};
+pub use budget::{Marks, Reservation};
 pub use client::{ClientConfig, RemotingClient};
 pub use connection::{BoxFuture, Connection, Reply, RequestHandler};
 pub use direct::{DirectConnection, DirectPool};

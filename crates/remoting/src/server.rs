@@ -24,6 +24,9 @@ pub struct ServerConfig {
     pub idle_timeout: Option<Duration>,
     /// TLS on the listener (`tls.server.mode`).
     pub tls: Arc<ServerTls>,
+    /// Bytes each connection may owe and hold before it reads no more requests
+    /// (`writeBufferHighWaterMark`, `writeBufferLowWaterMark`, `maxHeldRequestBytes`).
+    pub marks: crate::budget::Marks,
 }
 
 impl Default for ServerConfig {
@@ -32,6 +35,7 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             idle_timeout: Some(Duration::from_secs(120)),
             tls: Arc::new(ServerTls::disabled()),
+            marks: crate::budget::Marks::default(),
         }
     }
 }
@@ -166,6 +170,7 @@ impl RemotingServer {
         });
         let conn_config = ConnectionConfig {
             idle_timeout: config.idle_timeout,
+            marks: config.marks,
             ..ConnectionConfig::default()
         };
         let in_process = InProcess {

@@ -12,6 +12,10 @@ use tokio::sync::watch;
 
 use crate::BrokerInner;
 
+/// The largest replication frame a slave takes whatever its settings (RocketMQ's slave reads
+/// frames into a buffer of this size).
+const MAX_FRAME: usize = 4 << 20;
+
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// After a failed or lost connection, the slave waits this long before trying again
@@ -99,9 +103,12 @@ async fn session(
             }
             let offset = i64::from_be_bytes(header[..8].try_into().expect("8 bytes"));
             let size = i32::from_be_bytes(header[8..].try_into().expect("4 bytes"));
+            // A master sends at most haTransferBatchSize per frame (RocketMQ's slave reads
+            // into a 4 MiB buffer): a larger frame is not a master's, and is not buffered.
+            let most = cfg.ha_transfer_batch_size.max(MAX_FRAME);
             let size = usize::try_from(size)
                 .ok()
-                .filter(|s| *s <= cfg.mapped_file_size_commit_log)
+                .filter(|s| *s <= most.min(cfg.mapped_file_size_commit_log))
                 .ok_or_else(|| format!("frame of {size} bytes at {offset}"))?;
             body.resize(size, 0);
             tokio::time::timeout(housekeeping, rd.read_exact(&mut body))

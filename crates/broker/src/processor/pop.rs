@@ -54,7 +54,7 @@ struct PopRequest {
 /// Handles POP_MESSAGE.
 pub fn pop_message(
     broker: &Arc<BrokerInner>,
-    _: &Arc<Connection>,
+    conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
     let h: PopMessageRequestHeader = req.decode_header()?;
@@ -92,8 +92,13 @@ pub fn pop_message(
     // Nothing yet: wait for an arrival on the topic or its retry topic (registered before
     // the second look, so an arrival in between is not missed), then look once more.
     let broker = broker.clone();
+    let conn = conn.clone();
     let req = req.clone();
     let deadline = born + pop.h.poll_time;
+    let answer_bytes = broker
+        .settings
+        .store
+        .max_transfer_bytes_on_message_in_memory;
     Ok(Reply::Later(Box::pin(async move {
         let retry = pop_retry_topic(&pop.h.topic, &pop.h.consumer_group);
         loop {
@@ -105,6 +110,8 @@ pub fn pop_message(
             tokio::pin!(wa, wb);
             wa.as_mut().enable();
             wb.as_mut().enable();
+            // Read only when the connection has room for the answer (its peer reads them).
+            let _room = conn.reserve(answer_bytes).await;
             pop.pop_time = now_millis();
             let popped = match pop_once(&broker, &pop) {
                 Ok(p) => p,

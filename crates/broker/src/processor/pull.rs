@@ -255,6 +255,12 @@ pub fn process(
             let req = req.clone();
             Ok(Reply::Later(Box::pin(async move {
                 hold(&broker, &h, timeout).await;
+                // Read only when the connection has room for the answer (its peer reads them).
+                let answer_bytes = broker
+                    .settings
+                    .store
+                    .max_transfer_bytes_on_message_in_memory;
+                let _room = conn.reserve(answer_bytes).await;
                 Some(match pull_once(&broker, &conn, &req, &h, false) {
                     Ok(Outcome::Respond(resp)) => resp,
                     Ok(Outcome::Suspend(_)) => unreachable_suspend(&req),

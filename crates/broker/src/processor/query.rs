@@ -24,15 +24,25 @@ pub const MAX_QUERY_NUM: i32 = 32;
 /// `[beginTimestamp, endTimestamp]`, newest first; the body is the records concatenated.
 pub fn query_message(
     broker: &Arc<BrokerInner>,
-    _: &Arc<Connection>,
+    conn: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
     let h: QueryMessageRequestHeader = req.decode_header()?;
     let max_num = h.max_num.clamp(1, MAX_QUERY_NUM) as usize;
     let broker = broker.clone();
+    let conn = conn.clone();
     let req = req.clone();
     // The index may lag the CommitLog by a moment; the store waits for it, off the I/O threads.
     Ok(Reply::Later(Box::pin(async move {
+        // Up to 32 whole messages: read only when the connection has room for them.
+        let _room = conn
+            .reserve(
+                broker
+                    .settings
+                    .store
+                    .max_transfer_bytes_on_message_in_memory,
+            )
+            .await;
         let store = broker.store.clone();
         let found = tokio::task::spawn_blocking(move || {
             store.query_message(

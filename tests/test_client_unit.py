@@ -278,3 +278,23 @@ def test_server_bodies_beyond_the_bounds_are_corrupt_data_not_recursion():
         with pytest.raises(CorruptDataError):
             json_body(body, "route")
     assert json_body(b'{"brokerAddrs":{0:"a:1"}}', "route") == {"brokerAddrs": {"0": "a:1"}}
+
+
+def test_local_offsets_fall_back_to_their_backup_and_keep_damaged_files(tmp_path):
+    from rocketpy import MessageQueue
+    from rocketpy.consumer.offset_store import LocalFileOffsetStore
+
+    mq = MessageQueue("T", "b", 0)
+    store = LocalFileOffsetStore(tmp_path, "c@1", "g")
+    for offset in (5, 9):
+        store.update(mq, offset, increase_only=False)
+        store.persist_all({mq})
+    store.path.write_text('{"offsetTable": [{"topic"')  # torn
+    again = LocalFileOffsetStore(tmp_path, "c@1", "g")
+    assert again.read_store(mq) == 5, "the backup's offset"
+    kept = list(store.path.parent.glob("offsets.json.damaged-*"))
+    assert [p.read_text() for p in kept] == ['{"offsetTable": [{"topic"']
+    again.persist_all({mq})
+    # The damaged file did not become the backup.
+    assert '"offset": 5' in store.path.with_name("offsets.json.bak").read_text()
+    assert LocalFileOffsetStore(tmp_path, "c@1", "g").read_store(mq) == 5

@@ -1,8 +1,14 @@
 //! JSON files under `{storePathRootDir}/config/`, written atomically.
 //!
 //! Write: previous `name` linked as `name.bak` -> `name.tmp` (synced) renamed over `name`.
-//! Read: `name`, falling back to `name.bak` if `name` is missing or does not parse: a crash
-//! in the middle of a write never loses the previous content.
+//! Read: `name`, falling back to `name.bak` when `name` is missing, empty or does not parse
+//! (RocketMQ's `ConfigManager.load`), with an error naming both files: a crash in the middle
+//! of a write, or a damaged file, never loses the previous content.
+//!
+//! What must stay true: a damaged file is renamed aside (`name.damaged-<ms>`) before anything
+//! is written, so the next write cannot link it over a good `.bak`; and the broker starts
+//! with an empty table only when neither file is usable, saying so and keeping the damaged
+//! bytes.
 
 use std::path::{Path, PathBuf};
 
@@ -46,32 +52,85 @@ pub fn persist(path: &Path, content: &[u8]) -> Result<(), StoreError> {
         .map_err(|e| StoreError::io(path, e))
 }
 
-/// Loads and parses `path` (or its `.bak`); `Ok(None)` when neither exists.
+/// What one candidate file held.
+enum Read<T> {
+    Missing,
+    Damaged(String),
+    Loaded(T),
+}
+
+fn read_one<T>(
+    path: &Path,
+    parse: &impl Fn(&[u8]) -> Result<T, String>,
+) -> Result<Read<T>, StoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) if bytes.iter().all(|b| b.is_ascii_whitespace()) => {
+            Ok(Read::Damaged("the file is empty".into()))
+        }
+        Ok(bytes) => Ok(match parse(&bytes) {
+            Ok(v) => Read::Loaded(v),
+            Err(e) => Read::Damaged(e),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Read::Missing),
+        Err(e) => Err(StoreError::io(path, e)),
+    }
+}
+
+/// Renames a damaged file aside (`name.damaged-<ms>`), so its bytes stay for a person to look
+/// at and no later write links it over a good backup.
+fn keep_aside(path: &Path) -> Result<PathBuf, StoreError> {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let aside = with_suffix(path, &format!(".damaged-{ms}"));
+    std::fs::rename(path, &aside).map_err(|e| StoreError::io(path, e))?;
+    Ok(aside)
+}
+
+/// Loads and parses `path`, or its `.bak` when `path` is missing, empty or damaged;
+/// `Ok(None)` when neither holds a table (a new store, or both damaged: see the module
+/// documentation). Every fallback is logged as an error naming the files.
 pub fn load<T>(
     path: &Path,
     parse: impl Fn(&[u8]) -> Result<T, String>,
 ) -> Result<Option<T>, StoreError> {
-    let mut last_error = None;
-    for candidate in [path.to_path_buf(), with_suffix(path, ".bak")] {
-        match std::fs::read(&candidate) {
-            Ok(bytes) if bytes.iter().all(|b| b.is_ascii_whitespace()) => return Ok(None),
-            Ok(bytes) => match parse(&bytes) {
-                Ok(v) => return Ok(Some(v)),
-                Err(e) => {
-                    tracing::warn!(file = %candidate.display(), error = %e, "config file does not parse");
-                    last_error = Some(StoreError::Config {
-                        path: candidate,
-                        reason: e,
-                    });
-                }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io(&candidate, e)),
+    let main = read_one(path, &parse)?;
+    let reason = match main {
+        Read::Loaded(v) => return Ok(Some(v)),
+        Read::Missing => None,
+        Read::Damaged(reason) => Some(reason),
+    };
+    let bak = with_suffix(path, ".bak");
+    let backup = read_one(&bak, &parse)?;
+    let file = path.display();
+    match (reason, backup) {
+        (None, Read::Missing) => Ok(None),
+        (None, Read::Loaded(v)) => {
+            tracing::error!(%file, backup = %bak.display(), "config file missing; loaded its backup (changes after that backup are lost)");
+            Ok(Some(v))
         }
-    }
-    match last_error {
-        Some(e) => Err(e),
-        None => Ok(None),
+        (Some(reason), Read::Loaded(v)) => {
+            let aside = keep_aside(path)?;
+            tracing::error!(%file, %reason, backup = %bak.display(), kept = %aside.display(), "config file damaged; loaded its backup instead (changes after that backup are lost)");
+            Ok(Some(v))
+        }
+        (Some(reason), backup) => {
+            let aside = keep_aside(path)?;
+            let bak_state = match backup {
+                Read::Damaged(e) => {
+                    let bak_aside = keep_aside(&bak)?;
+                    format!("damaged too ({e}), kept as {}", bak_aside.display())
+                }
+                _ => "missing".to_owned(),
+            };
+            tracing::error!(%file, %reason, kept = %aside.display(), backup = %bak.display(), backup_state = %bak_state, "config file damaged and no usable backup: starting with an empty table; the damaged bytes are kept");
+            Ok(None)
+        }
+        (None, Read::Damaged(reason)) => {
+            let aside = keep_aside(&bak)?;
+            tracing::error!(%file, backup = %bak.display(), %reason, kept = %aside.display(), "config file missing and its backup damaged: starting with an empty table; the damaged bytes are kept");
+            Ok(None)
+        }
     }
 }
 
@@ -93,24 +152,82 @@ mod tests {
                 });
             }
         });
-        let parse =
-            |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).map_err(|e| e.to_string());
-        assert!(load(&path, parse).unwrap().is_some());
+        assert!(load(&path, json).unwrap().is_some());
+    }
+
+    fn json(b: &[u8]) -> Result<serde_json::Value, String> {
+        serde_json::from_slice::<serde_json::Value>(b).map_err(|e| e.to_string())
+    }
+
+    fn damaged(dir: &Path, name: &str) -> Vec<Vec<u8>> {
+        let mut kept: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("{name}.damaged-"))
+            })
+            .collect();
+        kept.sort();
+        kept.iter().map(|p| std::fs::read(p).unwrap()).collect()
     }
 
     #[test]
     fn persist_keeps_backup_and_load_falls_back() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config").join("x.json");
-        let parse =
-            |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).map_err(|e| e.to_string());
-        assert!(load(&path, parse).unwrap().is_none());
+        assert!(load(&path, json).unwrap().is_none());
         persist(&path, br#"{"v":1}"#).unwrap();
         persist(&path, br#"{"v":2}"#).unwrap();
-        assert_eq!(load(&path, parse).unwrap().unwrap()["v"], 2);
+        assert_eq!(load(&path, json).unwrap().unwrap()["v"], 2);
         std::fs::write(&path, b"{broken").unwrap();
-        assert_eq!(load(&path, parse).unwrap().unwrap()["v"], 1);
-        std::fs::write(with_suffix(&path, ".bak"), b"{broken").unwrap();
-        assert!(load(&path, parse).is_err());
+        assert_eq!(load(&path, json).unwrap().unwrap()["v"], 1);
+        assert_eq!(
+            damaged(path.parent().unwrap(), "x.json"),
+            vec![b"{broken".to_vec()]
+        );
+    }
+
+    /// RocketMQ loads the `.bak` of an empty file; the empty file must not then become the
+    /// backup at the next write.
+    #[test]
+    fn an_empty_file_falls_back_and_never_replaces_the_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+        persist(&path, br#"{"v":1}"#).unwrap();
+        persist(&path, br#"{"v":2}"#).unwrap();
+        for broken in [&b""[..], b"  \n", b"{\"v\":", b"\x00\x00\x00"] {
+            std::fs::write(&path, broken).unwrap();
+            assert_eq!(load(&path, json).unwrap().unwrap()["v"], 1, "{broken:?}");
+            assert!(!path.exists(), "the damaged file is moved aside");
+            persist(&path, br#"{"v":3}"#).unwrap();
+            assert_eq!(
+                json(&std::fs::read(with_suffix(&path, ".bak")).unwrap()).unwrap()["v"],
+                1,
+                "the good backup stays"
+            );
+            std::fs::rename(with_suffix(&path, ".bak"), dir.path().join("keep")).unwrap();
+            std::fs::copy(dir.path().join("keep"), with_suffix(&path, ".bak")).unwrap();
+        }
+        // A missing file with a backup: the backup.
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(load(&path, json).unwrap().unwrap()["v"], 1);
+    }
+
+    /// Neither usable: the broker starts with an empty table, and both damaged files are kept.
+    #[test]
+    fn nothing_usable_keeps_the_damaged_bytes_and_starts_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+        std::fs::write(&path, b"{\"offsetTable\":{\"t@g\":{0:1}").unwrap();
+        assert!(load(&path, json).unwrap().is_none(), "no backup yet");
+        assert_eq!(damaged(dir.path(), "x.json").len(), 1);
+        std::fs::write(&path, b"{bad").unwrap();
+        std::fs::write(with_suffix(&path, ".bak"), b"{worse").unwrap();
+        assert!(load(&path, json).unwrap().is_none());
+        assert_eq!(damaged(dir.path(), "x.json.bak"), vec![b"{worse".to_vec()]);
+        assert!(!path.exists() && !with_suffix(&path, ".bak").exists());
     }
 }

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 from rocketpy.client.instance import ClientInstance, check
@@ -147,23 +148,39 @@ def default_local_offset_dir() -> Path:
 class LocalFileOffsetStore(OffsetStore):
     """Offsets of a broadcasting consumer, in ``{dir}/{client_id}/{group}/offsets.json``:
     ``{"offsetTable": [{"topic", "brokerName", "queueId", "offset"}, ...]}``, replaced
-    atomically on every persist."""
+    atomically on every persist, the previous version kept as ``offsets.json.bak``.
+
+    A file that cannot be read falls back to its ``.bak`` (as RocketMQ's store reads
+    ``offsets.json.bak``), and is renamed aside (``offsets.json.damaged-<ms>``) with an error
+    in the log, so that no later write replaces the backup with it."""
 
     def __init__(self, directory: Path, client_id: str, group: str) -> None:
         super().__init__()
         safe = client_id.replace("@", "_").replace(":", "_").replace("/", "_")
         self.path = directory / safe / group / "offsets.json"
         self._loaded: dict[MessageQueue, int] = {}
-        try:
-            data = json.loads(self.path.read_text())
-            for e in data.get("offsetTable", []):
-                self._loaded[MessageQueue(e["topic"], e["brokerName"], int(e["queueId"]))] = int(
-                    e["offset"]
-                )
-        except FileNotFoundError:
-            pass
-        except (ValueError, KeyError, TypeError) as e:
-            log.warning("ignoring unreadable offset file %s: %s", self.path, e)
+        backup = self.path.with_name(self.path.name + ".bak")
+        for candidate in (self.path, backup):
+            try:
+                self._loaded = self._read(candidate)
+            except FileNotFoundError:
+                continue
+            except (ValueError, KeyError, TypeError, RecursionError) as e:
+                aside = candidate.with_name(f"{candidate.name}.damaged-{int(time.time() * 1000)}")
+                candidate.replace(aside)
+                log.error("offset file %s is unreadable (%s); kept as %s", candidate, e, aside)
+                continue
+            if candidate == backup:
+                log.error("offsets of %s loaded from its backup %s", self.path, backup)
+            break
+
+    @staticmethod
+    def _read(path: Path) -> dict[MessageQueue, int]:
+        data = json.loads(path.read_text())
+        return {
+            MessageQueue(e["topic"], e["brokerName"], int(e["queueId"])): int(e["offset"])
+            for e in data.get("offsetTable", [])
+        }
 
     def read_store(self, mq: MessageQueue) -> int:
         """The offset saved in the file, or :data:`NOT_FOUND`."""
@@ -186,4 +203,6 @@ class LocalFileOffsetStore(OffsetStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"offsetTable": entries}, indent=1))
+        if self.path.exists():
+            os.replace(self.path, self.path.with_name(self.path.name + ".bak"))
         os.replace(tmp, self.path)

@@ -4,6 +4,7 @@
 
 mod admin;
 mod broker;
+mod config_files;
 mod ha;
 mod namesrv;
 mod pop;

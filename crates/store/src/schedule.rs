@@ -77,22 +77,24 @@ fn parse_offsets(text: &str) -> Option<(BTreeMap<i32, i64>, Option<i64>)> {
 }
 
 impl ScheduleService {
-    /// Loads `config/delayOffset.json` under `root` (missing: start at 0).
+    /// Loads `config/delayOffset.json` under `root` (missing: start at 0; empty or unreadable:
+    /// an error).
     pub fn load(storage: &dyn Storage, root: &Path, levels: Vec<i64>) -> Result<Self> {
         let path = root.join("config").join("delayOffset.json");
         let (offsets, saved_at) = match storage.read(&path).map_err(|e| StoreError::io(&path, e))? {
             None => (BTreeMap::new(), None),
-            Some(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                if text.trim().is_empty() {
-                    (BTreeMap::new(), None)
-                } else {
-                    parse_offsets(&text).ok_or_else(|| StoreError::Config {
-                        path: path.clone(),
-                        reason: "expected {\"offsetTable\":{level:offset,...}}".into(),
-                    })?
+            // Written atomically, so never torn: an empty or unreadable file was damaged from
+            // outside. Starting from 0 would deliver every waiting message again, so the
+            // broker refuses to start and says what to do.
+            Some(bytes) => parse_offsets(&String::from_utf8_lossy(&bytes)).ok_or_else(|| {
+                StoreError::Config {
+                    path: path.clone(),
+                    reason: "expected {\"offsetTable\":{level:offset,...}}; restore the file, \
+                             or remove it to deliver the delayed messages of every level again \
+                             from the first"
+                        .into(),
                 }
-            }
+            })?,
         };
         Ok(ScheduleService {
             path,
@@ -322,6 +324,23 @@ pub fn is_schedule_topic(topic: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A damaged file would restart every level from its first message (each waiting message
+    /// delivered again): refused with what to do instead.
+    #[test]
+    fn a_damaged_file_is_refused_not_read_as_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("config")).unwrap();
+        for damaged in [&b""[..], b"  ", b"{\"offsetTable\":{1:"] {
+            std::fs::write(dir.path().join("config").join("delayOffset.json"), damaged).unwrap();
+            let e = ScheduleService::load(&crate::io::FsStorage, dir.path(), vec![1000])
+                .err()
+                .unwrap();
+            assert!(e.to_string().contains("restore the file"), "{e}");
+        }
+        std::fs::remove_file(dir.path().join("config").join("delayOffset.json")).unwrap();
+        assert!(ScheduleService::load(&crate::io::FsStorage, dir.path(), vec![1000]).is_ok());
+    }
 
     #[test]
     fn parses_ours_and_fastjson() {

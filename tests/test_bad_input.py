@@ -9,6 +9,7 @@ import os
 import struct
 from pathlib import Path
 
+import pytest
 from rmq_wire import JSON, ROCKETMQ, Wire
 from test_conformance import (
     GET_MAX_OFFSET,
@@ -124,3 +125,27 @@ def test_oversized_body_and_unknown_codes(dev_server):
         w.send_raw(struct.pack(">ii", 17 * 1024 * 1024, 2) + b"{}")
         assert w.is_closed_by_peer()
     served_normally(dev_server.broker)
+
+
+def test_property_separators_in_names_or_values_are_refused(dev_server):
+    """A value holding ``\\x02`` would add properties of its own (a ``DELAY``); the client
+    refuses it before sending, and the broker refuses a properties string whose items are not
+    one name and value each (MESSAGE_ILLEGAL)."""
+    from rocketpy import Message, Producer
+    from rocketpy._native import InvalidArgumentError
+
+    with Wire(dev_server.broker) as w:
+        r = send_v2(w, "PropTopic", b"x", note="a\x01b")
+        assert r.code == 13 and "separator" in (r.remark or ""), r.remark
+        r = send_v2(w, "PropTopic", b"x", note="a\x02trailing")
+        assert r.code == 13, r.remark
+        assert send_v2(w, "PropTopic", b"x", note="fine").code == 0
+    with Producer("prop-producer", dev_server.namesrv) as p:
+        for props in ({"note": "x\x02DELAY\x013"}, {"no\x01te": "v"}):
+            msg = Message("PropTopic", b"x", properties=props)
+            with pytest.raises(InvalidArgumentError, match="separator"):
+                p.send(msg)
+            with pytest.raises(InvalidArgumentError, match="separator"):
+                p.send_async(msg).result(10)
+        with pytest.raises(InvalidArgumentError, match="separator"):
+            p.send(Message("PropTopic", b"x", tags="A\x02DELAY\x011"))

@@ -270,10 +270,16 @@ pub fn decode_messages(data: &[u8], broker_name: Option<&str>) -> PyResult<Vec<M
     MessageExt::decode_all(&Bytes::copy_from_slice(data), broker_name)
 }
 
-/// Properties string (`k\x01v\x02...`) from a dict, in the dict's order.
+/// Properties string (`k\x01v\x02...`) from a dict, in the dict's order; InvalidArgumentError
+/// for an empty name, or a name or value holding a separator.
 #[pyfunction]
-pub fn encode_properties(props: Vec<(String, String)>) -> String {
-    properties::encode(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+pub fn encode_properties(props: Vec<(String, String)>) -> PyResult<String> {
+    for (k, v) in &props {
+        properties::check(k, v).map_err(crate::errors::InvalidArgumentError::new_err)?;
+    }
+    Ok(properties::encode(
+        props.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    ))
 }
 
 /// Dict from a properties string.

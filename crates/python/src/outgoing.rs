@@ -21,7 +21,8 @@ use rocketpy_protocol::message::properties::keys;
 ///         ``memoryview`` are copied).
 ///     tags: one tag, used for broker-side filtering (``subscribe(topic, "TagA || TagB")``).
 ///     keys: a key or several (a list, or one space-separated string), indexed for look-up.
-///     properties: user properties; names must not contain the separators ``\x01``/``\x02``.
+///     properties: user properties; names and values must not contain the separators
+///         ``\x01``/``\x02`` (sending such a message raises ``InvalidArgumentError``).
 ///     flag: an application-defined integer stored with the message.
 ///     delay_level: deliver after the broker's delay level N (1 = 1 s ... 18 = 2 h); 0 = now.
 #[pyclass(module = "rocketpy._native", subclass)]

@@ -206,6 +206,7 @@ impl<'py> Outgoing<'py> {
                 continue;
             }
             delayed |= k == keys::DELAY_TIME_LEVEL;
+            properties::check(k, v).map_err(errors::InvalidArgumentError::new_err)?;
             properties::push(&mut out, k, v);
         }
         let uniq = match uniq.filter(|u| !u.is_empty()) {

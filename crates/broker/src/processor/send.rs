@@ -63,6 +63,9 @@ pub fn process(
     };
     for item in &items {
         check_body_size(broker, item.body.len())?;
+        // A name or value carrying a separator would split into properties of its own.
+        properties::check_wire(&item.properties)
+            .map_err(|e| ProcessError::new(response::MESSAGE_ILLEGAL, e))?;
     }
     let prepared = items
         .iter()

@@ -51,6 +51,40 @@ pub mod keys {
     pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
 }
 
+/// Why `name` = `value` cannot be sent as a property: an empty name, or a separator
+/// (`\x01`, `\x02`) in either, which would split it or add properties of its own (a value
+/// `"x\u{2}DELAY\u{1}3"` would delay the message). RocketMQ's remoting clients do not check
+/// this; its 5.x proxy refuses control characters in property names and values.
+pub fn check(name: &str, value: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a property name is empty".into());
+    }
+    for (what, text) in [("name", name), ("value", value)] {
+        if text.contains([NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR]) {
+            return Err(format!(
+                "the property {what} {text:?} contains a separator (\\x01 or \\x02), which would split it into other properties"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a properties string a producer sent: every item is one `name \x01 value`, with a
+/// name and a single name separator. An item without one, or with two, is a name or value
+/// that carried a separator ([`check`]); empty items (a trailing separator) are fine.
+pub fn check_wire(s: &str) -> Result<(), String> {
+    for item in s.split(PROPERTY_SEPARATOR).filter(|i| !i.is_empty()) {
+        let mut parts = item.splitn(3, NAME_VALUE_SEPARATOR);
+        let name = parts.next().unwrap_or_default();
+        if name.is_empty() || parts.next().is_none() || parts.next().is_some() {
+            return Err(format!(
+                "the property {item:?} is not one name and value: a name or value contains a separator (\\x01 or \\x02)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Encodes name/value pairs.
 pub fn encode<'a>(props: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut out = String::new();
@@ -134,6 +168,26 @@ pub fn find<'a>(s: &'a str, name: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn separators_in_names_and_values_are_refused() {
+        assert_eq!(check("k", "v"), Ok(()));
+        assert_eq!(check("k", ""), Ok(()));
+        assert!(check("", "v").is_err());
+        assert!(check("k\u{1}x", "v").unwrap_err().contains("name"));
+        assert!(check("k", "x\u{2}DELAY\u{1}3")
+            .unwrap_err()
+            .contains("value"));
+        assert_eq!(check_wire("TAGS\u{1}a\u{2}KEYS\u{1}b c\u{2}"), Ok(()));
+        assert_eq!(check_wire(""), Ok(()));
+        assert_eq!(check_wire("k\u{1}\u{2}"), Ok(()));
+        assert!(check_wire("k\u{1}a\u{1}b").is_err(), "a value with \\x01");
+        assert!(
+            check_wire("k\u{1}a\u{2}b").is_err(),
+            "a value with \\x02 and no name after"
+        );
+        assert!(check_wire("\u{1}v").is_err(), "no name");
+    }
 
     #[test]
     fn round_trip_and_find() {

@@ -29,17 +29,23 @@ accounts:
 ADMIN = SessionCredentials("admin-account", "admin-secret")
 
 
-@pytest.fixture(scope="module")
-def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    home = tmp_path_factory.mktemp("peer-acl")
+def cluster_with_acl(home: Path, topics: list[str], grpc: bool = False) -> Cluster:
+    """A cluster whose broker checks plain_acl.yml (above), with ``topics`` created."""
     (home / "plain_acl.yml").write_text(ACL)
     c = Cluster(
         home / "store",
         "--set", "aclEnable=true", "--set", f"aclFile={home / 'plain_acl.yml'}",
+        grpc=grpc,
     )  # fmt: skip
     with Admin(c.namesrv, credentials=ADMIN) as admin:
-        for client in ("cpp", "rust"):
-            admin.create_topic(f"PeerAcl-{client}", queues=2, broker_addrs=[c.broker])
+        for topic in topics:
+            admin.create_topic(topic, queues=2, broker_addrs=[c.broker])
+    return c
+
+
+@pytest.fixture(scope="module")
+def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    c = cluster_with_acl(tmp_path_factory.mktemp("peer-acl"), ["PeerAcl-cpp", "PeerAcl-rust"])
     yield c
     c.stop()
 
@@ -79,15 +85,7 @@ def test_signed_clients_send_and_consume_and_a_wrong_secret_is_refused(
 @pytest.fixture(scope="module")
 def acl_cluster5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     home = tmp_path_factory.mktemp("peer-acl5")
-    (home / "plain_acl.yml").write_text(ACL)
-    c = Cluster(
-        home / "store",
-        "--set", "aclEnable=true", "--set", f"aclFile={home / 'plain_acl.yml'}",
-        grpc=True,
-    )  # fmt: skip
-    with Admin(c.namesrv, credentials=ADMIN) as admin:
-        for topic in ("PeerAcl-py5", "PeerAcl-adminonly"):
-            admin.create_topic(topic, queues=2, broker_addrs=[c.broker])
+    c = cluster_with_acl(home, ["PeerAcl-py5", "PeerAcl-adminonly"], grpc=True)
     yield c
     c.stop()
 

@@ -74,7 +74,8 @@ impl Needs {
 }
 
 /// The value of a field a rule reads: absent (or empty) is refused unless the field is
-/// optional, when it touches nothing.
+/// optional, when it touches nothing. The name wins over the alias, as in the processors'
+/// header decoding (`header!`): the ACL must read the value the processor acts on.
 fn field(req: &RemotingCommand, f: Field) -> Result<Option<&str>, String> {
     let value = req
         .field_opt(f.name)

@@ -406,6 +406,27 @@ pub fn rule(table: &[(i32, &str, Rule)], code: i32) -> Option<Rule> {
         .map(|(_, _, r)| *r)
 }
 
+/// Checks that `table` covers exactly the `served` codes: every served code has a rule (a
+/// server's test calls this with its processor table's codes), and no rule is left for a
+/// code no longer served.
+pub fn check_coverage(table: &[(i32, &str, Rule)], served: &[i32]) -> Result<(), String> {
+    let unruled: Vec<_> = served
+        .iter()
+        .filter(|c| rule(table, **c).is_none())
+        .collect();
+    let stale: Vec<_> = table
+        .iter()
+        .filter(|(c, _, _)| !served.contains(c))
+        .map(|(c, name, _)| (c, name))
+        .collect();
+    if unruled.is_empty() && stale.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "served without an access rule: {unruled:?}; rules for codes not served: {stale:?}"
+    ))
+}
+
 fn right_text(right: u8) -> &'static str {
     match right {
         PUB => "PUB",

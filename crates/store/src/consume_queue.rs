@@ -38,6 +38,12 @@ pub struct CqUnit {
 }
 
 impl CqUnit {
+    /// Where the record ends in the CommitLog (saturating: a unit read from a damaged file may
+    /// hold any numbers).
+    pub fn end(&self) -> i64 {
+        self.commit_log_offset.saturating_add(i64::from(self.size))
+    }
+
     /// The gap filler.
     pub const BLANK: CqUnit = CqUnit {
         commit_log_offset: 0,
@@ -194,7 +200,7 @@ impl ConsumeQueue {
             let Some(unit) = self.unit_at_byte(end - CQ_UNIT_SIZE as u64) else {
                 break;
             };
-            if unit.is_blank() || unit.commit_log_offset + unit.size as i64 <= commit_log_end {
+            if unit.is_blank() || unit.end() <= commit_log_end {
                 break;
             }
             end -= CQ_UNIT_SIZE as u64;
@@ -445,9 +451,7 @@ impl ConsumeQueue {
                 })
                 .flatten();
             match last {
-                Some(u)
-                    if !u.is_blank() && u.commit_log_offset + u.size as i64 > commit_log_min =>
-                {
+                Some(u) if !u.is_blank() && u.end() > commit_log_min => {
                     keep_from = Some(file.from_offset());
                     break;
                 }
@@ -506,6 +510,31 @@ mod tests {
         assert_eq!(&b[8..12], &[0, 0, 3, 4]);
         assert_eq!(&b[12..20], &[0xFF; 8]);
         assert_eq!(CqUnit::decode(&b), u);
+    }
+
+    /// Found by `make fuzz` (consume_queue_load): a unit of a damaged file ending past
+    /// i64::MAX made recovery's truncation overflow.
+    #[test]
+    fn units_with_any_numbers_do_not_overflow() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(
+            crate::io::FsStorage::shared(),
+            dir.path(),
+            "T",
+            0,
+            10 * CQ_UNIT_SIZE,
+        );
+        let huge = CqUnit {
+            commit_log_offset: i64::MAX - 10,
+            size: i32::MAX,
+            tags_code: 0,
+        };
+        assert_eq!(huge.end(), i64::MAX);
+        cq.put(0, huge).unwrap();
+        cq.truncate_dirty(i64::MAX).unwrap();
+        assert_eq!(cq.max_offset(), 1, "a unit ending at the end is kept");
+        cq.truncate_dirty(0).unwrap();
+        assert_eq!(cq.max_offset(), 0);
     }
 
     #[test]

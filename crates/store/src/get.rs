@@ -194,8 +194,10 @@ impl QueueReader<'_> {
                         result.status = GetMessageStatus::MessageWasRemoving;
                     }
                     let fs = self.config.mapped_file_size_commit_log as i64;
-                    next_file_start =
-                        Some(unit.commit_log_offset + fs - unit.commit_log_offset % fs);
+                    next_file_start = Some(
+                        unit.commit_log_offset
+                            .saturating_add(fs - unit.commit_log_offset % fs),
+                    );
                 }
             }
         }

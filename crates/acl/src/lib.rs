@@ -144,14 +144,15 @@ impl Acl {
     /// Decides a caller from `peer` claiming `access_key` with `proof`, needing `needed`;
     /// `what` names the request in refusals. RocketMQ's order: a globally trusted address
     /// passes; then the account must exist; an account trusted from this address passes;
-    /// then the proof must verify and the account must hold the rights.
+    /// then the proof must verify and the account must hold the rights. `what` is formatted
+    /// only into a refusal: nothing is built for a request that passes.
     pub fn decide(
         &self,
         peer: IpAddr,
         access_key: Option<&str>,
         proof: Proof<'_>,
         needed: &Needs,
-        what: &str,
+        what: &dyn std::fmt::Display,
     ) -> Result<(), String> {
         let cfg = self.config.read().clone();
         if cfg.global_white.iter().any(|p| p.matches(peer)) {

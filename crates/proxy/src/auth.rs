@@ -88,7 +88,7 @@ pub fn authorize(
             signature: "",
         },
     };
-    let what = format!("gRPC {method}");
+    let what = format_args!("gRPC {method}");
     acl.decide(
         peer,
         cred.map(|c| c.access_key.as_str()),

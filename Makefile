@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test lint rust-test py-test compat-py5 bench bench-acl bench-grpc bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
+.PHONY: install run test test-fast lint rust-test py-test compat-py5 bench bench-acl bench-grpc bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -28,7 +28,7 @@ $(VENV)/.tools: pyproject.toml spark/pyproject.toml | $(BIN)/activate
 	$(BIN)/python -m pip install --quiet -e ./spark --config-settings editable_mode=compat
 	touch $@
 
-# Debian's chromium, for the web console's browser test (tests/test_console.py drives it
+# Debian's chromium, for the web console's browser test (tests/system/test_console.py drives it
 # through Playwright's executable_path; nothing downloads a browser build). Installed with apt
 # when missing, as root or through passwordless sudo.
 browser:
@@ -67,7 +67,13 @@ compat-rust-client:
 	cd compat/rust-client && CARGO_TARGET_DIR=$(COMPAT_TARGET) cargo build --release --locked --quiet
 
 py-test: install compat-rust-client compat-py5 browser
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=25
+
+# The fast tier, for every edit: the Rust unit tests of every crate (no integration tests)
+# and tests/unit (no server, no Spark, no peer). `make test` runs everything.
+test-fast: install
+	cargo test --workspace --lib --locked
+	$(BIN)/pytest -q tests/unit
 
 # rocketmq-rust 1.0's name server and broker, installed into a cache (~12 min the first time).
 compat-rocketmq-rust:
@@ -102,10 +108,10 @@ fuzz:
 	cargo +nightly fuzz --version >/dev/null 2>&1 || cargo +nightly install cargo-fuzz --locked
 	RUNS=$(FUZZ_RUNS) fuzz/run.sh
 
-# The SYNC_MASTER kill -9 loop of tests/test_ha.py for HA_CRASH_CYCLES cycles (5 in `make test`).
+# The SYNC_MASTER kill -9 loop of tests/system/test_ha.py for HA_CRASH_CYCLES cycles (5 in `make test`).
 HA_CRASH_CYCLES ?= 100
 ha-crash-loop: install
-	HA_CRASH_CYCLES=$(HA_CRASH_CYCLES) $(BIN)/pytest -q -s tests/test_ha.py -k random
+	HA_CRASH_CYCLES=$(HA_CRASH_CYCLES) $(BIN)/pytest -q -s tests/system/test_ha.py -k random
 
 # Replication: slave throughput under batch load, SYNC_MASTER vs ASYNC_MASTER (64 threads).
 bench-ha: install

@@ -1,4 +1,10 @@
-"""Fixtures: real rocketpy servers in subprocesses on free loopback ports."""
+"""Fixtures: real rocketpy servers in subprocesses on free loopback ports; and the tiers.
+
+Tests live by kind: ``tests/unit`` (no server, no Spark, no peer: ``make test-fast``),
+``tests/system`` (real servers on loopback), ``tests/spark`` (a local SparkSession),
+``tests/compat`` (clients and servers this project did not write). Each test is marked with
+its directory's name, so ``pytest -m unit`` and ``-m "not spark"`` select by tier; helpers
+shared by the tiers stay here, in ``tests/``."""
 
 from __future__ import annotations
 
@@ -14,6 +20,18 @@ from devserver import HOST_DISK_SETTINGS, DevProcess
 # Loopback only: Spark (here and in the examples and benchmarks the tests start) otherwise
 # binds and advertises this machine's own address.
 os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+
+
+#: The tiers: a test's first directory below ``tests/`` names its marker.
+TIERS = ("unit", "system", "spark", "compat")
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(TESTS).parts
+        if parts and parts[0] in TIERS:
+            item.add_marker(parts[0])
 
 
 @pytest.fixture(autouse=True)

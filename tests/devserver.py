@@ -16,7 +16,7 @@ TEST_COMMIT_LOG_FILE = 16 * 1024 * 1024
 
 #: The host disk's fullness is not what these tests are about: the machine's disk may be shared
 #: and 90 % used by others (a CI run was refused every put), so ratio checks are off for test
-#: servers; a write that finds no space is still refused (tests/test_disk_full.py).
+#: servers; a write that finds no space is still refused (tests/system/test_disk_full.py).
 HOST_DISK_SETTINGS = {
     "diskMaxUsedSpaceRatio": "100",
     "diskSpaceCleanForciblyRatio": "100",

@@ -1,4 +1,4 @@
-"""Run inside a private mount namespace by tests/test_disk_full.py: a ``rocketpy dev`` whose
+"""Run inside a private mount namespace by tests/system/test_disk_full.py: a ``rocketpy dev`` whose
 store is on a small tmpfs mounted at ``argv[1]``, filled by the broker itself (``self``) or
 by another process writing a file beside it (``dd``). Prints one JSON line of findings.
 

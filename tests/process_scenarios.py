@@ -1,4 +1,4 @@
-"""Client programs for tests/test_client_process.py, run as ``python process_scenarios.py
+"""Client programs for tests/system/test_client_process.py, run as ``python process_scenarios.py
 SCENARIO NAMESRV [ARG]``: each is a whole process, so what it tests is how that process
 behaves at exit, on Ctrl-C and across fork()."""
 

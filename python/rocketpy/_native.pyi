@@ -1,6 +1,6 @@
 """Type stubs of ``rocketpy._native``, the PyO3 module built from ``crates/python``.
 
-Kept in step with the Rust by ``tests/test_native_stub.py``.
+Kept in step with the Rust by ``tests/unit/test_native_stub.py``.
 """
 
 from collections.abc import Callable, Iterable, Mapping

@@ -1,7 +1,7 @@
 """Codes, flags and names of the RocketMQ 4.x protocol, typed for Python.
 
 The numbers are a compatibility surface: they must match Apache RocketMQ. Their one source is
-``crates/protocol`` (``code.rs``, ``flag.rs``); ``tests/test_protocol_tables.py`` checks every
+``crates/protocol`` (``code.rs``, ``flag.rs``); ``tests/unit/test_protocol_tables.py`` checks every
 class here against the native tables (``_native.REQUEST_CODES`` and the others), both ways.
 Header field names are not here at all: requests are built by attribute name through the native
 header specs (``RemotingClient.invoke(addr, code, {"queue_id": 3, ...})``) and responses read

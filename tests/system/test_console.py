@@ -24,7 +24,7 @@ from rocketpy.admin import Admin
 from rocketpy.console import ConsoleServer
 from rocketpy.server import DevServer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 #: Where the run leaves its screenshots (the README's comes from here).
 SHOTS = Path(os.environ.get("ROCKETPY_CONSOLE_SHOTS", ROOT / "target" / "console-screenshots"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

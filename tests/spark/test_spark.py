@@ -128,7 +128,7 @@ def test_user_schema_prunes_columns(spark, shared_dev):
 
 
 def test_read_vs_parquet_benchmark_runs():
-    bench = Path(__file__).parent.parent / "spark" / "benchmarks" / "read_vs_parquet.py"
+    bench = Path(__file__).parents[2] / "spark" / "benchmarks" / "read_vs_parquet.py"
     out = subprocess.run(
         [sys.executable, str(bench), "--messages", "3000", "--size", "100", "--rounds", "1",
          "--mode", "both"],
@@ -142,7 +142,7 @@ def test_read_vs_parquet_benchmark_runs():
 def test_examples_run_against_a_server(shared_dev, tmp_path):
     create(shared_dev, "SparkExamples", 2)
     send(shared_dev, "SparkExamples", [f"e{i}".encode() for i in range(50)], tags="Ex")
-    examples = Path(__file__).parent.parent / "spark" / "examples"
+    examples = Path(__file__).parents[2] / "spark" / "examples"
     common = ["--namesrv", shared_dev.namesrv, "--topic", "SparkExamples"]
     batch = subprocess.run(
         [sys.executable, str(examples / "batch_to_parquet.py"), *common, "--out", str(tmp_path / "b")],
@@ -169,7 +169,7 @@ def test_enrich_example_joins_a_parquet_table_into_another_topic(shared_dev, tmp
     create(shared_dev, "SparkOrdersPriced", 2)
     orders = [{"order": f"o-{i}", "sku": ["A-1", "B-2", "Z-9"][i % 3], "qty": i} for i in range(30)]
     send(shared_dev, "SparkOrders", [json.dumps(o).encode() for o in orders])
-    example = Path(__file__).parent.parent / "spark" / "examples" / "enrich_with_parquet.py"
+    example = Path(__file__).parents[2] / "spark" / "examples" / "enrich_with_parquet.py"
     args = [
         sys.executable, str(example), "--namesrv", shared_dev.namesrv, "--topic", "SparkOrders",
         "--out-topic", "SparkOrdersPriced", "--products", str(tmp_path / "products"),

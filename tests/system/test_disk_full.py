@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-SCENARIO = Path(__file__).with_name("disk_full_scenario.py")
+SCENARIO = Path(__file__).parents[1] / "disk_full_scenario.py"
 
 
 def _can_mount_tmpfs() -> bool:

@@ -19,7 +19,7 @@ from rocketpy import set_native_log_level
 from rocketpy._native import RemotingClient
 from rocketpy.errors import RemotingConnectError
 
-SCRIPT = Path(__file__).with_name("process_scenarios.py")
+SCRIPT = Path(__file__).parents[1] / "process_scenarios.py"
 
 
 @pytest.fixture

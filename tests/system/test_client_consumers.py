@@ -46,7 +46,7 @@ def test_three_consumers_one_killed(shared_dev, tmp_path):
         subprocess.Popen(
             [
                 sys.executable,
-                str(Path(__file__).with_name("consumer_proc.py")),
+                str(Path(__file__).parents[1] / "consumer_proc.py"),
                 shared_dev.namesrv,
                 group,
                 topic,
@@ -54,7 +54,7 @@ def test_three_consumers_one_killed(shared_dev, tmp_path):
             ],
             stdout=subprocess.PIPE,
             text=True,
-            cwd=Path(__file__).parent,
+            cwd=Path(__file__).parents[1],
         )
         for out in outs
     ]

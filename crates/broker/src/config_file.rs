@@ -79,9 +79,7 @@ fn read_one<T>(
 /// Renames a damaged file aside (`name.damaged-<ms>`), so its bytes stay for a person to look
 /// at and no later write links it over a good backup.
 fn keep_aside(path: &Path) -> Result<PathBuf, StoreError> {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
+    let ms = rocketpy_protocol::clock::now_millis();
     let aside = with_suffix(path, &format!(".damaged-{ms}"));
     std::fs::rename(path, &aside).map_err(|e| StoreError::io(path, e))?;
     Ok(aside)

@@ -93,11 +93,7 @@ pub struct BrokerInner {
 }
 
 /// Milliseconds since the epoch (0 if the clock is before it): store and version times.
-pub(crate) fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub(crate) use rocketpy_protocol::clock::now_millis;
 
 impl BrokerInner {
     /// Broker config.

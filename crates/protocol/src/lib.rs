@@ -7,12 +7,14 @@
 //! - [`message`]: the CommitLog record (also the PULL_MESSAGE body), properties, Java's
 //!   string hash.
 //! - [`topic`]: the topic-name rule.
+//! - [`clock`]: the one definition of "now".
 //! - [`limits`]: the bounds every reader checks before it builds anything from its input.
 //!
 //! Transport (tokio) lives in `rocketpy-remoting`; this crate must stay free of any runtime so
 //! the store, the broker, the name server and the Python binding all share one definition.
 
 pub mod body;
+pub mod clock;
 pub mod code;
 pub mod command;
 pub mod config;

@@ -21,12 +21,7 @@ use crate::ProxyInner;
 /// Queues a topic created by a send gets (RocketMQ proxy's `defaultTopicQueueNums`).
 const DEFAULT_TOPIC_QUEUES: i32 = 4;
 
-/// Milliseconds since the epoch.
-pub fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use rocketpy_protocol::clock::now_millis;
 
 /// The queue of a message group: a stable pick among the topic's writable queues.
 fn queue_of_group(queues: &[BrokerQueue], group: &str) -> usize {

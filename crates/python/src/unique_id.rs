@@ -19,12 +19,7 @@ pub struct UniqueIds {
 }
 
 /// Wall-clock milliseconds since the epoch.
-pub(crate) fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub(crate) use rocketpy_protocol::clock::now_millis;
 
 #[pymethods]
 impl UniqueIds {

@@ -104,12 +104,7 @@ pub struct CommitLog {
     bad_ranges: parking_lot::RwLock<Vec<BadRange>>,
 }
 
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use rocketpy_protocol::clock::now_millis;
 
 impl CommitLog {
     /// A CommitLog over `dir` with files of `file_size` bytes (not yet loaded).

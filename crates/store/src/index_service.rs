@@ -50,12 +50,7 @@ impl std::fmt::Debug for IndexService {
     }
 }
 
-fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use rocketpy_protocol::clock::now_millis;
 
 impl IndexService {
     /// A service over `dir` (not yet loaded).

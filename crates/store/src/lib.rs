@@ -46,14 +46,7 @@ pub use message_store::{
     Appended, MessageArrivingListener, MessageStore, PutMessageResult, PutStatus,
 };
 
-/// Wall-clock milliseconds as the store reads them (for callers that pass `now` explicitly).
-pub fn message_store_now() -> i64 {
-    now_millis()
-}
+/// Wall-clock milliseconds as the store reads them (`rocketpy_protocol::clock`).
+pub use rocketpy_protocol::clock::now_millis as message_store_now;
 
-pub(crate) fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+pub(crate) use rocketpy_protocol::clock::now_millis;

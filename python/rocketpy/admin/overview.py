@@ -4,9 +4,9 @@ the brokers with their runtime figures, and every consumer group with its member
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
+from rocketpy._util import now_millis
 from rocketpy.admin.client import Admin
 from rocketpy.admin.types import version_desc
 from rocketpy.protocol import RETRY_GROUP_TOPIC_PREFIX
@@ -41,7 +41,7 @@ def brokers(admin: Admin, cluster: str | None = None) -> list[tuple[str, str, in
 def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str, Any]]:
     """clusterList's figures per broker: version, in/out TPS, hours of messages kept, disk
     use, and the whole runtime table (``kv``). An unreachable broker gets empty figures."""
-    now_ms = time.time() * 1000
+    now_ms = now_millis()
     rows: list[dict[str, Any]] = []
     for c, name, bid, addr in brokers(admin, cluster):
         try:

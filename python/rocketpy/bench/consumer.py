@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from dataclasses import dataclass, field
 
 from rocketpy._native import MessageExt
+from rocketpy._util import now_millis
 from rocketpy.bench.runner import (
     add_common_arguments,
     print_json,
@@ -50,7 +50,7 @@ def run(bench: ConsumerBench, json_out: bool = False) -> int:
     group = bench.group or f"benchmark_consumer_{os.getpid()}"
 
     def listener(msgs: list[MessageExt]) -> ConsumeStatus:
-        now = time.time() * 1000
+        now = now_millis()
         stats.record_many(
             sum(m.body_size for m in msgs), [(now - m.store_timestamp) / 1000 for m in msgs]
         )

@@ -5,10 +5,10 @@ runs :meth:`Action.perform`. Reads never go through here."""
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from rocketpy._util import now_millis
 from rocketpy.admin import Admin
 from rocketpy.console import queries
 from rocketpy.errors import ClientError
@@ -53,7 +53,7 @@ def parse_time(text: str) -> int:
     HTML ``datetime-local`` input sends)."""
     text = text.strip()
     if text == "now":
-        return int(time.time() * 1000)
+        return now_millis()
     if text.isdigit():
         return int(text)
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketpy._native import MessageExt, RemotingResponse, java_string_hash
-from rocketpy._util import json_body
+from rocketpy._util import json_body, now_millis
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
@@ -71,7 +71,7 @@ class Subscription:
     topic: str
     expression: str
     tags: frozenset[str]
-    version: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+    version: int = field(default_factory=now_millis)
 
     @staticmethod
     def parse(topic: str, expression: str | None) -> Subscription:
@@ -157,7 +157,7 @@ class ConsumerBase(abc.ABC):
         self.consume_timestamp = (
             _millis(consume_timestamp)
             if consume_timestamp is not None
-            else int(time.time() * 1000) - 30 * 60 * 1000
+            else now_millis() - 30 * 60 * 1000
         )
         self.allocate_strategy = allocate_strategy
         self.pull_batch_size = pull_batch_size

@@ -9,9 +9,9 @@ import json
 import logging
 import os
 import threading
-import time
 from pathlib import Path
 
+from rocketpy._util import now_millis
 from rocketpy.client.instance import ClientInstance, check
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import RequestCode, ResponseCode
@@ -166,7 +166,7 @@ class LocalFileOffsetStore(OffsetStore):
             except FileNotFoundError:
                 continue
             except (ValueError, KeyError, TypeError, RecursionError) as e:
-                aside = candidate.with_name(f"{candidate.name}.damaged-{int(time.time() * 1000)}")
+                aside = candidate.with_name(f"{candidate.name}.damaged-{now_millis()}")
                 candidate.replace(aside)
                 log.error("offset file %s is unreadable (%s); kept as %s", candidate, e, aside)
                 continue

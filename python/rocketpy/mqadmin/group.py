@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import time
 
+from rocketpy._util import now_millis
 from rocketpy.admin import Admin
 from rocketpy.admin.overview import brokers, group_rows
 from rocketpy.admin.types import version_desc
@@ -251,7 +251,7 @@ def _parse_timestamp(text: str) -> int:
     """mqadmin's ``-s``: ``now``, milliseconds, or ``yyyy-MM-dd#HH:mm:ss:SSS`` (local time)."""
     text = text.strip()
     if text == "now":
-        return int(time.time() * 1000)
+        return now_millis()
     if text.lstrip("-").isdigit():
         return int(text)
     try:

@@ -16,12 +16,7 @@ const TOPIC_NOT_EXIST: i32 = 17;
 const INVALID_PARAMETER: i32 = 29;
 const POLLING_TIMEOUT: i32 = 210;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+use rocketpy_protocol::clock::now_millis as now_ms;
 
 /// Sends `body` to `queue` of `topic` (auto-created with `queues` queues).
 fn send(w: &mut Wire, topic: &str, queues: &str, queue: &str, body: &[u8]) {

@@ -11,12 +11,7 @@ const SEND_MESSAGE_V2: i32 = 310;
 const SUCCESS: i32 = 0;
 const MESSAGE_ILLEGAL: i32 = 13;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
+use rocketpy_protocol::clock::now_millis as now_ms;
 
 fn send(w: &mut Wire, topic: &str, body: &[u8], props: &[(&str, &str)]) -> i32 {
     let props: String = props

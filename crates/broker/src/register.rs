@@ -13,7 +13,8 @@ use rocketpy_protocol::header::{
 };
 use rocketpy_protocol::RemotingCommand;
 
-use crate::BrokerInner;
+use crate::state::BrokerInner;
+use rocketpy_remoting::lifecycle::{stopped, Stop};
 
 fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
     let mut topics = broker.topics.snapshot();
@@ -159,10 +160,12 @@ pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
 /// started finds it): `forceRegister` decides whether the period's registration may be
 /// skipped where nothing changed; a `register_now` notification (topics changed) registers
 /// at once, always in full.
-pub async fn registration_loop(broker: Arc<BrokerInner>) {
+pub async fn registration_loop(broker: Arc<BrokerInner>, mut stop: Stop) {
     let period = broker.config().register_period();
     loop {
         let force = tokio::select! {
+            biased;
+            _ = stopped(&mut stop) => return,
             _ = tokio::time::sleep(period) => broker.config().force_register,
             _ = broker.register_now.notified() => true,
         };

@@ -27,7 +27,8 @@ use rocketpy_protocol::message::record::{self, Decoded, MessageToStore};
 use rocketpy_remoting::ProcessError;
 use rocketpy_store::{GetMessageStatus, StoreError};
 
-use crate::{now_millis, BrokerInner};
+use crate::state::BrokerInner;
+use rocketpy_remoting::lifecycle::{every, Stop};
 
 /// The timer topic (RocketMQ's `TimerMessageStore.TIMER_TOPIC`).
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
@@ -64,7 +65,7 @@ fn delivery_time(props: &str, now: i64) -> Result<Option<i64>, String> {
 /// topic; one due now or in the past is stored where it was sent, at once. A delay beyond
 /// `timerMaxDelaySec` is refused with MESSAGE_ILLEGAL (RocketMQ's remark).
 pub fn redirect(broker: &BrokerInner, msg: &mut MessageToStore) -> Result<(), ProcessError> {
-    let now = now_millis();
+    let now = broker.now_millis();
     let at = match delivery_time(&msg.properties, now) {
         Ok(Some(at)) if at > now => at,
         Ok(_) => return Ok(()),
@@ -264,14 +265,14 @@ fn delivered_before(broker: &BrokerInner, topic: &str, props: &str, enqueued: i6
 }
 
 /// Runs the timer every [`TICK`], off the I/O threads.
-pub async fn timer_loop(broker: Arc<BrokerInner>) {
-    let mut tick = tokio::time::interval(TICK);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
+pub async fn timer_loop(broker: Arc<BrokerInner>, stop: Stop) {
+    every(TICK, stop, || {
         let b = broker.clone();
-        let _ = tokio::task::spawn_blocking(move || b.timer.tick(&b, now_millis())).await;
-    }
+        async move {
+            let _ = tokio::task::spawn_blocking(move || b.timer.tick(&b, b.now_millis())).await;
+        }
+    })
+    .await;
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use rocketpy_store::StoreError;
 use crate::config::BrokerConfig;
 use crate::config_file;
 use crate::config_journal::{self, Change, Journal};
-use crate::now_millis;
+use rocketpy_protocol::clock::now_millis;
 
 /// Whether an admin may not create or delete `topic` (RocketMQ's `TopicValidator`
 /// system-topic check, with its broker's additions): the topics the broker writes itself

@@ -15,19 +15,18 @@ use crate::context::Context;
 use crate::convert::wrap;
 use crate::handle::ReceiptHandle;
 use crate::pb::{self, Code};
-use crate::send::now_millis;
+use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
-use crate::ProxyInner;
 
 /// Furthest a message may be from its pop's first offset to be acked in a batch: pops take
 /// at most 32 messages, so a larger distance is a handle no broker made (acked alone).
 const MAX_BIT: i64 = 4096;
 
 /// A parsed, still valid receipt handle.
-pub(crate) fn valid_handle(text: &str) -> Result<ReceiptHandle, ProxyError> {
+pub(crate) fn valid_handle(text: &str, now: i64) -> Result<ReceiptHandle, ProxyError> {
     let handle = ReceiptHandle::parse(text)
         .ok_or_else(|| ProxyError::new(Code::InvalidReceiptHandle, "receipt handle is invalid"))?;
-    if handle.expired(now_millis()) {
+    if handle.expired(now) {
         return Err(ProxyError::new(
             Code::InvalidReceiptHandle,
             "receipt handle is expired",
@@ -51,7 +50,7 @@ pub(crate) async fn ack_one(
         extra_info: handle.extra_info.clone(),
         offset: handle.queue_offset,
     };
-    let req = crate::remoting_request(request::ACK_MESSAGE).with_header(&header);
+    let req = crate::state::remoting_request(request::ACK_MESSAGE).with_header(&header);
     let resp = proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -137,7 +136,7 @@ async fn ack_batch(
         Ok(addr) => addr,
         Err(e) => return Batch::Done(Err(e)),
     };
-    let req = crate::remoting_request(request::BATCH_ACK_MESSAGE).with_body(json);
+    let req = crate::state::remoting_request(request::BATCH_ACK_MESSAGE).with_body(json);
     match proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -171,7 +170,7 @@ pub async fn ack(
         let latest = proxy
             .renewals
             .take(&ctx.client_id, &group, &e.message_id, &e.receipt_handle);
-        match valid_handle(&latest) {
+        match valid_handle(&latest, proxy.now_millis()) {
             Ok(h) => handles.push((i, h)),
             Err(err) => results[i] = Some(Err(err)),
         }

@@ -17,7 +17,7 @@ use rocketpy_acl::{Needs, Proof};
 use tonic::metadata::MetadataMap;
 
 use crate::context::Context;
-use crate::ProxyInner;
+use crate::state::ProxyInner;
 
 /// What a call carries to prove who it comes from.
 #[derive(Debug, Clone, Default)]

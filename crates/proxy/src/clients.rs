@@ -16,8 +16,8 @@ use tokio::sync::mpsc;
 
 use crate::convert::{duration, wrap, MAX_BODY_SIZE};
 use crate::pb::{self, Code};
+use crate::state::ProxyInner;
 use crate::status::{ok, ProxyError};
-use crate::ProxyInner;
 
 /// Messages one receive asks for (the proxy's `receive_batch_size`).
 pub const RECEIVE_BATCH_SIZE: i32 = 32;
@@ -224,7 +224,7 @@ pub async fn group_settings(
     let Some((_, addr)) = masters.first() else {
         return Ok(settings);
     };
-    let req = crate::remoting_request(request::GET_SUBSCRIPTIONGROUP_CONFIG).with_header(
+    let req = crate::state::remoting_request(request::GET_SUBSCRIPTIONGROUP_CONFIG).with_header(
         &GetSubscriptionGroupConfigRequestHeader {
             group: group.to_owned(),
         },
@@ -340,7 +340,7 @@ pub async fn heartbeat_producers(proxy: &Arc<ProxyInner>) {
             continue;
         };
         for (_, addr) in masters {
-            let req = crate::remoting_request(request::HEART_BEAT).with_body(json.clone());
+            let req = crate::state::remoting_request(request::HEART_BEAT).with_body(json.clone());
             if let Err(e) = proxy
                 .remoting
                 .invoke(&addr, req, proxy.config.remoting_timeout)

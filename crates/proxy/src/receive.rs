@@ -20,9 +20,8 @@ use crate::context::Context;
 use crate::convert::{duration_ms, incoming, timestamp, wrap};
 use crate::handle::ReceiptHandle;
 use crate::pb::{self, Code};
-use crate::send::now_millis;
+use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
-use crate::ProxyInner;
 
 /// Most messages one receive returns (the broker's pop limit).
 const MAX_BATCH: i32 = 32;
@@ -228,7 +227,7 @@ async fn pop(
         order: Some(fifo),
         attempt_id: req.attempt_id.clone(),
     };
-    let request = crate::remoting_request(request::POP_MESSAGE).with_header(&header);
+    let request = crate::state::remoting_request(request::POP_MESSAGE).with_header(&header);
     let wait = Duration::from_millis(poll.max(0) as u64) + cfg.remoting_timeout;
     let resp = proxy.remoting.invoke(&addr, request, wait).await?;
     match resp.code {
@@ -359,7 +358,7 @@ pub async fn change_invisible(
             proxy
                 .renewals
                 .take(&ctx.client_id, &group, &req.message_id, &req.receipt_handle);
-        let handle = crate::ack::valid_handle(&latest)?;
+        let handle = crate::ack::valid_handle(&latest, proxy.now_millis())?;
         let ms = req.invisible_duration.as_ref().map_or(0, duration_ms);
         if ms < 0 || ms > proxy.config.max_invisible_time_ms {
             return Err(ProxyError::new(
@@ -376,8 +375,8 @@ pub async fn change_invisible(
             offset: handle.queue_offset,
             invisible_time: ms,
         };
-        let req =
-            crate::remoting_request(request::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header);
+        let req = crate::state::remoting_request(request::CHANGE_MESSAGE_INVISIBLETIME)
+            .with_header(&header);
         let resp = proxy
             .remoting
             .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -421,7 +420,7 @@ async fn forward_to_dlq(
         unit_mode: Some(false),
         max_reconsume_times: Some(0),
     };
-    let req = crate::remoting_request(request::CONSUMER_SEND_MSG_BACK).with_header(&header);
+    let req = crate::state::remoting_request(request::CONSUMER_SEND_MSG_BACK).with_header(&header);
     let resp = proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -443,7 +442,7 @@ pub async fn forward_dlq(
     let latest = proxy
         .renewals
         .take(&ctx.client_id, &group, &req.message_id, &req.receipt_handle);
-    let result = match crate::ack::valid_handle(&latest) {
+    let result = match crate::ack::valid_handle(&latest, proxy.now_millis()) {
         Ok(handle) => forward_to_dlq(proxy, &group, &topic, &handle, &req.message_id).await,
         Err(e) => Err(e),
     };
@@ -453,10 +452,10 @@ pub async fn forward_dlq(
 }
 
 /// The stream's last response: the time the answer was made.
-pub fn delivery_timestamp() -> pb::ReceiveMessageResponse {
+pub fn delivery_timestamp(now: i64) -> pb::ReceiveMessageResponse {
     pb::ReceiveMessageResponse {
         content: Some(pb::receive_message_response::Content::DeliveryTimestamp(
-            timestamp(now_millis()),
+            timestamp(now),
         )),
     }
 }

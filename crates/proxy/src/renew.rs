@@ -17,8 +17,9 @@ use rocketpy_protocol::header::{
 };
 
 use crate::handle::ReceiptHandle;
-use crate::send::now_millis;
-use crate::ProxyInner;
+use rocketpy_remoting::lifecycle::{every, Stop};
+
+use crate::state::ProxyInner;
 
 /// How long a message is renewed at most (RocketMQ proxy's `renewMaxTimeMillis`, 3 h): a
 /// listener stuck longer lets it be delivered again.
@@ -97,7 +98,7 @@ impl Renewals {
 /// invisible time, to the default invisible time from now.
 pub async fn renew_due(proxy: &ProxyInner) {
     let invisible = proxy.config.default_invisible_time_ms;
-    let now = now_millis();
+    let now = proxy.now_millis();
     let due: Vec<(RenewKey, Renewal)> = {
         let mut table = proxy.renewals.table.lock();
         table.retain(|_, r| r.since.elapsed() < RENEW_MAX);
@@ -126,8 +127,8 @@ pub async fn renew_due(proxy: &ProxyInner) {
             offset: h.queue_offset,
             invisible_time: invisible,
         };
-        let req =
-            crate::remoting_request(request::CHANGE_MESSAGE_INVISIBLETIME).with_header(&header);
+        let req = crate::state::remoting_request(request::CHANGE_MESSAGE_INVISIBLETIME)
+            .with_header(&header);
         let Ok(resp) = proxy
             .remoting
             .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -152,16 +153,8 @@ pub async fn renew_due(proxy: &ProxyInner) {
 }
 
 /// Renews until the proxy stops, checking six times per default invisible time.
-pub async fn renew_loop(proxy: Arc<ProxyInner>, mut stopped: tokio::sync::watch::Receiver<bool>) {
-    let every =
+pub async fn renew_loop(proxy: Arc<ProxyInner>, stop: Stop) {
+    let period =
         Duration::from_millis((proxy.config.default_invisible_time_ms / 6).clamp(100, 5000) as u64);
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stopped.changed() => return,
-        }
-        renew_due(&proxy).await;
-    }
+    every(period, stop, || renew_due(&proxy)).await;
 }

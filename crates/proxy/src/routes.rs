@@ -183,7 +183,7 @@ impl Routes {
     async fn fetch(&self, topic: &str) -> Result<TopicRouteData, ProxyError> {
         let mut last = ProxyError::new(Code::InternalServerError, "no name server configured");
         for addr in &self.namesrv {
-            let req = crate::remoting_request(request::GET_ROUTEINFO_BY_TOPIC).with_header(
+            let req = crate::state::remoting_request(request::GET_ROUTEINFO_BY_TOPIC).with_header(
                 &GetRouteInfoRequestHeader {
                     topic: topic.to_owned(),
                 },

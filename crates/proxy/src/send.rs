@@ -14,14 +14,12 @@ use crate::context::Context;
 use crate::convert::{outgoing, Outgoing};
 use crate::pb::{self, Code};
 use crate::routes::BrokerQueue;
+use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
 use crate::transaction::TransactionId;
-use crate::ProxyInner;
 
 /// Queues a topic created by a send gets (RocketMQ proxy's `defaultTopicQueueNums`).
 const DEFAULT_TOPIC_QUEUES: i32 = 4;
-
-pub use rocketpy_protocol::clock::now_millis;
 
 /// The queue of a message group: a stable pick among the topic's writable queues.
 fn queue_of_group(queues: &[BrokerQueue], group: &str) -> usize {
@@ -51,7 +49,7 @@ async fn send(
     ctx: &Context,
     req: pb::SendMessageRequest,
 ) -> Result<Vec<pb::SendResultEntry>, ProxyError> {
-    let now = now_millis();
+    let now = proxy.now_millis();
     let msgs: Vec<Outgoing> = req
         .messages
         .iter()
@@ -103,7 +101,7 @@ async fn send(
         broker_name: Some(queue.broker_name.clone()),
     };
     let request = if msgs.len() == 1 {
-        crate::remoting_request(request::SEND_MESSAGE_V2)
+        crate::state::remoting_request(request::SEND_MESSAGE_V2)
             .with_header(&header)
             .with_body(first.body.clone())
     } else {
@@ -112,7 +110,7 @@ async fn send(
             encode_batch_item(&mut body, 0, &m.body, &m.properties)
                 .map_err(|e| ProxyError::new(Code::BadRequest, e))?;
         }
-        crate::remoting_request(request::SEND_BATCH_MESSAGE)
+        crate::state::remoting_request(request::SEND_BATCH_MESSAGE)
             .with_header(&header)
             .with_body(body)
     };

@@ -5,14 +5,15 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use rocketpy_remoting::lifecycle::{every, stopped, Services};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::clients::{heartbeat_producers, PRODUCER_HEARTBEAT};
+use crate::config::ProxyConfig;
 use crate::pb::messaging_service_server::MessagingServiceServer;
 use crate::service::Service;
-use crate::{ProxyConfig, ProxyInner};
+use crate::state::ProxyInner;
 
 /// Largest gRPC message the proxy reads: a 4 MiB body and its properties, with room.
 pub const MAX_GRPC_MESSAGE: usize = 16 * 1024 * 1024;
@@ -35,8 +36,11 @@ const CONNECTION_WINDOW: u32 = 1024 * 1024;
 pub struct Proxy {
     inner: Arc<ProxyInner>,
     local_addr: SocketAddr,
-    stop: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
+    /// The renewal and producer-heartbeat loops, and the stop signal the server obeys too.
+    services: tokio::sync::Mutex<Services>,
+    /// The gRPC server: stopped with the signal, then aborted, since calls in progress may
+    /// be long polls of up to 20 s (their clients receive again elsewhere).
+    server: JoinHandle<()>,
 }
 
 impl Proxy {
@@ -48,11 +52,11 @@ impl Proxy {
         let local_addr = listener.local_addr()?;
         let incoming = crate::incoming::incoming(listener, config.tls.clone());
         let inner = ProxyInner::new(config);
-        let (stop, stopped) = watch::channel(false);
+        let mut services = Services::default();
         let service = MessagingServiceServer::new(Service::new(inner.clone()))
             .max_decoding_message_size(MAX_GRPC_MESSAGE)
             .max_encoding_message_size(MAX_GRPC_MESSAGE);
-        let mut until = stopped.clone();
+        let mut until = services.stop_signal();
         let server = tokio::spawn(async move {
             let served = tonic::transport::Server::builder()
                 .tcp_nodelay(true)
@@ -67,33 +71,26 @@ impl Proxy {
                     MAX_INBOUND_PER_CONNECTION,
                 )))
                 .add_service(service)
-                .serve_with_incoming_shutdown(incoming, async move {
-                    let _ = until.wait_for(|s| *s).await;
-                })
+                .serve_with_incoming_shutdown(incoming, async move { stopped(&mut until).await })
                 .await;
             if let Err(e) = served {
                 tracing::error!(error = %e, "the gRPC server stopped");
             }
         });
-        let renewing = tokio::spawn(crate::renew::renew_loop(inner.clone(), stopped.clone()));
+        let renewing = crate::renew::renew_loop(inner.clone(), services.stop_signal());
+        services.spawn(renewing);
         let beat = inner.clone();
-        let mut beat_stopped = stopped;
-        let heartbeat = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(PRODUCER_HEARTBEAT);
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => {}
-                    _ = beat_stopped.changed() => return,
-                }
-                heartbeat_producers(&beat).await;
-            }
+        let heartbeat = every(PRODUCER_HEARTBEAT, services.stop_signal(), move || {
+            let beat = beat.clone();
+            async move { heartbeat_producers(&beat).await }
         });
+        services.spawn(heartbeat);
         tracing::info!(listen = %local_addr, "gRPC proxy started");
         Ok(Proxy {
             inner,
             local_addr,
-            stop,
-            tasks: vec![server, heartbeat, renewing],
+            services: tokio::sync::Mutex::new(services),
+            server,
         })
     }
 
@@ -109,10 +106,9 @@ impl Proxy {
 
     /// Stops listening (calls in progress finish) and closes the connections to brokers.
     pub async fn shutdown(&self) {
-        self.stop.send_replace(true);
-        for task in &self.tasks {
-            task.abort();
-        }
+        let mut services = self.services.lock().await;
+        services.stop(std::time::Duration::from_secs(5)).await;
+        self.server.abort();
         self.inner.remoting.shutdown();
     }
 }

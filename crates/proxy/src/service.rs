@@ -19,8 +19,9 @@ use crate::context::Context;
 use crate::convert::wrap;
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::{self, Code};
+use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
-use crate::{receive, send, transaction, ProxyInner};
+use crate::{receive, send, transaction};
 
 /// The service over a proxy's state.
 pub struct Service {
@@ -184,7 +185,7 @@ impl MessagingService for Service {
                 Ok(pb::ReceiveMessageResponse {
                     content: Some(pb::receive_message_response::Content::Status(s)),
                 }),
-                Ok(receive::delivery_timestamp()),
+                Ok(receive::delivery_timestamp(self.inner.now_millis())),
             ];
             known(items)
         };
@@ -210,7 +211,7 @@ impl MessagingService for Service {
                 content: Some(pb::receive_message_response::Content::Message(m)),
             })
         }));
-        items.push(Ok(receive::delivery_timestamp()));
+        items.push(Ok(receive::delivery_timestamp(self.inner.now_millis())));
         Ok(Response::new(known(items)))
     }
 

@@ -18,8 +18,8 @@ use rocketpy_remoting::{Connection, Reply, RequestHandler};
 
 use crate::convert::{incoming, wrap};
 use crate::pb::{self, Code};
+use crate::state::ProxyInner;
 use crate::status::{ok, ProxyError};
-use crate::ProxyInner;
 
 /// `commitOrRollback` of END_TRANSACTION (the message's transaction sysflag).
 const COMMIT: i32 = 0x8;
@@ -91,7 +91,7 @@ pub async fn end_transaction(
             msg_id: Some(req.message_id.clone()),
             transaction_id: Some(req.message_id.clone()),
         };
-        let request = crate::remoting_request(request::END_TRANSACTION).with_header(&header);
+        let request = crate::state::remoting_request(request::END_TRANSACTION).with_header(&header);
         proxy
             .remoting
             .invoke_oneway(&id.broker_addr, request)
@@ -125,7 +125,7 @@ async fn check_half(proxy: &ProxyInner, id: &TransactionId, topic: &str) -> Resu
     if proxy.config.acl.is_none() {
         return Ok(());
     }
-    let view = crate::remoting_request(request::VIEW_MESSAGE_BY_ID)
+    let view = crate::state::remoting_request(request::VIEW_MESSAGE_BY_ID)
         .with_field("offset", id.commit_log_offset);
     let resp = proxy
         .remoting

@@ -12,6 +12,7 @@ pub mod client;
 pub mod connection;
 pub mod direct;
 pub mod error;
+pub mod lifecycle;
 pub mod memory;
 pub mod processor;
 pub mod server;

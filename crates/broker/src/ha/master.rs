@@ -8,7 +8,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// Binds the HA listener: `haListenPort` when set, else the broker's port + 1 (RocketMQ's
 /// default) — or, when that is taken, any free port: slaves learn the address from the name

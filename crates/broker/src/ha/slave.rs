@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// The largest replication frame a slave takes whatever its settings (RocketMQ's slave reads
 /// frames into a buffer of this size).

@@ -16,7 +16,7 @@ use rocketpy_protocol::limits::JsonLimits;
 use rocketpy_protocol::RemotingCommand;
 use tokio::sync::watch;
 
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// RocketMQ's period for the slave's sync.
 pub const PERIOD: Duration = Duration::from_secs(10);

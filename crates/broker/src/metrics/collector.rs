@@ -16,7 +16,7 @@ use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 
 use super::labels::{is_system, is_system_group};
 use crate::processor::admin_view::version_desc;
-use crate::{now_millis, BrokerInner};
+use crate::state::BrokerInner;
 
 /// Reads the broker when scraped; holds it weakly so a stopped broker is not kept alive.
 #[derive(Debug)]
@@ -166,7 +166,7 @@ impl Collector for BrokerCollector {
         )?;
 
         let lags = lags(&broker);
-        let now = now_millis();
+        let now = broker.now_millis();
         let lag_labels = |topic: &str, group: &str| -> Labels {
             vec![
                 ("consumer_group", group.to_owned()),

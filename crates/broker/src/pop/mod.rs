@@ -32,7 +32,7 @@ use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 use rocketpy_store::{Appended, GetMessageStatus, StoreError};
 use tokio::sync::Notify;
 
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 use records::{AckRecord, BatchAckRecord, CheckpointRecord, ACK_TAG, BATCH_ACK_TAG, CK_TAG};
 
 /// Queues of the revive topic (RocketMQ's `reviveQueueNum`); non-FIFO pops spread their
@@ -116,6 +116,9 @@ pub struct PopService {
     pub order: order::OrderTable,
     /// Pops waiting for messages, per topic (a pop retry topic wakes its normal topic's).
     waiters: Mutex<HashMap<String, Arc<Notify>>>,
+    /// Held for a whole revive round: two rounds at once (the loop and a test's call) would
+    /// both find the same due offsets and revive them twice.
+    reviving: Mutex<()>,
 }
 
 /// A message about to be revived: where it is and what its checkpoint was.
@@ -134,6 +137,7 @@ impl PopService {
             counter: AtomicU32::new(0),
             order: order::OrderTable::load(order_file)?,
             waiters: Mutex::new(HashMap::new()),
+            reviving: Mutex::new(()),
         })
     }
 
@@ -257,6 +261,7 @@ impl PopService {
     /// pop retry topic with reconsume times + 1, then its checkpoint is marked done in the
     /// log. Returns how many were revived.
     pub fn revive_due(&self, broker: &BrokerInner, now: i64) -> usize {
+        let _round = self.reviving.lock();
         let due: Vec<Due> = {
             let cks = self.checkpoints.lock();
             cks.iter()
@@ -449,7 +454,7 @@ fn put_record<T: serde::Serialize>(
         flag: 0,
         body: Bytes::from(body),
         sys_flag: 0,
-        born_timestamp: crate::now_millis(),
+        born_timestamp: broker.now_millis(),
         born_host: broker.store_host,
         store_host: broker.store_host,
         reconsume_times: 0,

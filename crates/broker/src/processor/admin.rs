@@ -12,8 +12,8 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{json_reply, ok, reply, system_error};
+use crate::state::BrokerInner;
 use crate::topic_config::is_reserved_topic;
-use crate::BrokerInner;
 
 /// Most queues a topic may have on one broker (each queue is a directory and files).
 pub const MAX_QUEUE_NUMS: i32 = 1024;

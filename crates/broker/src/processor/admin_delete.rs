@@ -9,7 +9,7 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{ok, reply, system_error};
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// Removes a topic: its config, its consume queues and files, and the offsets committed on it
 /// (its records stay in the CommitLog until they expire). The name servers learn it at the

@@ -23,8 +23,8 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{json_reply, ok, reply};
+use crate::state::BrokerInner;
 use crate::stats::name;
-use crate::{now_millis, BrokerInner};
 
 fn queue(broker: &BrokerInner, topic: &str, queue_id: i32) -> MessageQueue {
     MessageQueue {
@@ -98,7 +98,7 @@ pub fn consume_stats_of_group(
     let online = broker.consumers.connection(group);
     let mut table = BTreeMap::new();
     let mut tps = 0.0;
-    let now = now_millis();
+    let now = broker.now_millis();
     for topic in topics {
         let Some(cfg) = broker.topics.get(&topic) else {
             continue;
@@ -193,7 +193,10 @@ pub fn view_stats(
     req: &RemotingCommand,
 ) -> ProcessResult {
     let h: ViewBrokerStatsDataRequestHeader = req.decode_header()?;
-    match broker.stats.view(&h.stats_name, &h.stats_key, now_millis()) {
+    match broker
+        .stats
+        .view(&h.stats_name, &h.stats_key, broker.now_millis())
+    {
         Some(data) => json_reply(req, &data),
         None => Err(ProcessError::new(
             response::SYSTEM_ERROR,
@@ -239,7 +242,7 @@ pub fn runtime_info(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let now = now_millis();
+    let now = broker.now_millis();
     let cluster = &broker.config().broker_cluster_name;
     let (put_now, get_now) = broker.stats.totals(cluster);
     let ((put_today, get_today), (put_yesterday, get_yesterday)) = broker.stats.day_marks();

@@ -15,7 +15,7 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{ok, reply};
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// Keys UPDATE_BROKER_CONFIG changes at run time.
 pub const LIVE_KEYS: &[&str] = &["brokerPermission"];

@@ -15,7 +15,7 @@ use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{json_reply, ok, reply};
 use crate::consumer_manager::Changed;
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 
 /// Tells every remaining member of a group to rebalance (oneway, best effort).

@@ -8,7 +8,7 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{json_reply, ok, reply};
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 fn parse(req: &RemotingCommand) -> Result<LockBatchRequestBody, ProcessError> {
     fastjson::from_slice(&req.body)

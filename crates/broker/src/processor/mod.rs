@@ -27,7 +27,7 @@ use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable,
 use rocketpy_store::{Appended, BrokerRole, StoreError};
 
 use crate::ha::ReplicaWait;
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// The ACL's [`rocketpy_acl::rules::Rule::Stored`] rule: the caller needs `right` on the
 /// topics of the stored message its request named (`topic`, with properties `props`),

@@ -12,7 +12,7 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{ok, reply};
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// Answers the committed offset. With none committed, RocketMQ answers 0 when the queue still
 /// starts at 0 and its first message is in memory (a young queue: a new group then reads it

@@ -22,8 +22,8 @@ use rocketpy_store::{Appended, GetMessageStatus};
 use super::{ok, system_error};
 use crate::pop::extra_info::{self, ExtraInfo, ORDER_REVIVE_QID};
 use crate::pop::{pop_retry_topic, CkKey, MAX_POP_NUMS};
+use crate::state::BrokerInner;
 use crate::subscription::TagFilter;
-use crate::{now_millis, BrokerInner};
 
 /// Percent of pops that read the pop retry topic first (`popFromRetryProbability`).
 const RETRY_FIRST_PERCENT: u32 = 20;
@@ -58,7 +58,7 @@ pub fn pop_message(
     req: &RemotingCommand,
 ) -> ProcessResult {
     let h: PopMessageRequestHeader = req.decode_header()?;
-    let now = now_millis();
+    let now = broker.now_millis();
     let born = h.born_time.filter(|b| *b > 0).unwrap_or(now);
     if now - born - h.poll_time > TOO_LATE_MS {
         return Err(ProcessError::new(
@@ -94,7 +94,10 @@ pub fn pop_message(
     let broker = broker.clone();
     let conn = conn.clone();
     let req = req.clone();
-    let deadline = born + pop.h.poll_time;
+    // The wait is measured on tokio's monotonic clock: `born + pollTime` read on the broker's
+    // clock once, never longer than pollTime (a client clock ahead must not hold a pop).
+    let wait = (born + pop.h.poll_time - now).clamp(0, pop.h.poll_time);
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(wait as u64);
     let answer_bytes = broker
         .settings
         .store
@@ -112,13 +115,13 @@ pub fn pop_message(
             wb.as_mut().enable();
             // Read only when the connection has room for the answer (its peer reads them).
             let _room = conn.reserve(answer_bytes).await;
-            pop.pop_time = now_millis();
+            pop.pop_time = broker.now_millis();
             let popped = match pop_once(&broker, &pop) {
                 Ok(p) => p,
                 Err(e) => return Some(system_error(e).into_response(&req)),
             };
-            let left = deadline - now_millis();
-            if !popped.records.is_empty() || left <= 0 {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if !popped.records.is_empty() || left.is_zero() {
                 return Some(match answer(&broker, &req, &pop, popped) {
                     Reply::Now(resp) => resp?,
                     Reply::Later(fut) => fut.await?,
@@ -127,7 +130,7 @@ pub fn pop_message(
             tokio::select! {
                 _ = &mut wa => {}
                 _ = &mut wb => {}
-                _ = tokio::time::sleep(Duration::from_millis(left as u64)) => {}
+                _ = tokio::time::sleep(left) => {}
                 _ = broker.hold.released() => {}
             }
         }

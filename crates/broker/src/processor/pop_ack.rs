@@ -18,7 +18,7 @@ use super::{ok, reply, store_error, with_store_wait};
 use crate::pop::extra_info::{ExtraInfo, ORDER_REVIVE_QID};
 use crate::pop::order::OrderAck;
 use crate::pop::{normal_topic, CkKey};
-use crate::{now_millis, BrokerInner};
+use crate::state::BrokerInner;
 
 /// The checks both requests share; returns the parsed POP_CK.
 fn check(
@@ -211,7 +211,7 @@ pub fn change_invisible_time(
         false,
     )?;
     let group = h.consumer_group.as_str();
-    let now = now_millis();
+    let now = broker.now_millis();
     if ei.is_order() {
         let (pop_time, invisible_time) = broker
             .pop

@@ -14,7 +14,7 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use rocketpy_store::GetMessageStatus;
 
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// The master's `brokerId`.
 const MASTER_ID: i64 = 0;

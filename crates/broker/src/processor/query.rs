@@ -15,7 +15,7 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
 use super::{check_stored_rights, ok, reply};
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// Most messages one QUERY_MESSAGE returns (RocketMQ's `defaultQueryMaxNum`).
 pub const MAX_QUERY_NUM: i32 = 32;

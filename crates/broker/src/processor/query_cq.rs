@@ -11,7 +11,7 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{json_reply, ok, reply};
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// Most units one answer holds. RocketMQ sets no limit but stops at the end of the file
 /// holding `index` (300,000 units); the cap keeps a careless count from building a

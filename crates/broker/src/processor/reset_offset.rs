@@ -15,7 +15,7 @@ use rocketpy_protocol::{LanguageCode, RemotingCommand};
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{ok, reply};
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// The offsets of the group's queues at `timestamp` (-1: the end), never moving a queue
 /// forward unless `force` (RocketMQ's rule).

@@ -18,7 +18,7 @@ use super::{
     check_broker_writeable, check_stored_rights, dlq_topic, ok, reply, retry_topic, spread_queue,
     store_error, with_store_wait,
 };
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// Handles CONSUMER_SEND_MSG_BACK.
 pub fn consumer_send_msg_back(

@@ -24,8 +24,8 @@ use super::{
     with_store_wait,
 };
 use crate::metrics::labels;
+use crate::state::BrokerInner;
 use crate::transaction::half;
-use crate::BrokerInner;
 
 /// Handles SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE. A batch goes to one queue,
 /// contiguously; its answer names every message (offset ids joined by commas) and the first

@@ -15,8 +15,8 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
 use super::{ok, reply, store_error, with_store_wait};
+use crate::state::BrokerInner;
 use crate::transaction::{self, messages};
-use crate::BrokerInner;
 
 fn refused(remark: impl Into<String>) -> ProcessError {
     ProcessError::new(response::SYSTEM_ERROR, remark)

@@ -18,7 +18,8 @@ use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::Connection;
 
 use super::{messages, resolve, State};
-use crate::{now_millis, BrokerInner};
+use crate::state::BrokerInner;
+use rocketpy_remoting::lifecycle::{every, stopped, Stop};
 
 /// Half messages looked at per round at most: a round holds the transactions' lock.
 const MAX_PER_ROUND: usize = 10_000;
@@ -30,26 +31,30 @@ pub struct Check {
 }
 
 /// Runs rounds forever, every `transactionCheckInterval`.
-pub async fn check_loop(broker: Arc<BrokerInner>) {
+pub async fn check_loop(broker: Arc<BrokerInner>, mut stop: Stop) {
     let period = Duration::from_millis(broker.config().transaction_check_interval.max(100));
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tick.tick().await;
-        let b = broker.clone();
-        let checks = match tokio::task::spawn_blocking(move || round(&b)).await {
-            Ok(checks) => checks,
-            Err(e) => {
-                tracing::error!(error = %e, "transaction check round failed");
-                continue;
-            }
-        };
-        for Check { conn, mut request } in checks {
-            request.mark_oneway();
-            if let Err(e) = conn.send(&request).await {
-                tracing::debug!(peer = %conn.peer(), error = %e, "CHECK_TRANSACTION_STATE not sent");
-            }
+    // The first round one period after start: producers reconnect first.
+    tokio::select! {
+        biased;
+        _ = stopped(&mut stop) => return,
+        _ = tokio::time::sleep(period) => {}
+    }
+    every(period, stop, || check_round(broker.clone())).await;
+}
+
+/// One round of [`check_loop`]: resolves off the I/O threads, then sends the checks.
+async fn check_round(broker: Arc<BrokerInner>) {
+    let checks = match tokio::task::spawn_blocking(move || round(&broker)).await {
+        Ok(checks) => checks,
+        Err(e) => {
+            tracing::error!(error = %e, "transaction check round failed");
+            return;
+        }
+    };
+    for Check { conn, mut request } in checks {
+        request.mark_oneway();
+        if let Err(e) = conn.send(&request).await {
+            tracing::debug!(peer = %conn.peer(), error = %e, "CHECK_TRANSACTION_STATE not sent");
         }
     }
 }
@@ -109,7 +114,7 @@ fn due(broker: &BrokerInner, half: &RecordView<'_>) -> bool {
         .and_then(|s| s.trim().parse::<i64>().ok())
         .filter(|s| *s >= 0)
         .map_or(timeout, |s| s.saturating_mul(1000));
-    now_millis() - half.store_timestamp >= immunity
+    broker.now_millis() - half.store_timestamp >= immunity
 }
 
 /// Gives a half message up, asks about it, or leaves it for later.

@@ -9,7 +9,7 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{MessageToStore, RecordView};
 use rocketpy_protocol::topic::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_OP_HALF_TOPIC};
 
-use crate::{now_millis, BrokerInner};
+use crate::state::BrokerInner;
 
 /// Tag of an op record that resolves a half message (RocketMQ's `REMOVETAG`).
 pub const REMOVE_TAG: &str = "d";
@@ -40,7 +40,7 @@ pub fn op(
         properties: properties::encode(props),
         tags_code: java_hash::tags_code(Some(tag)),
         sys_flag: sys_flag::TRANSACTION_NOT_TYPE,
-        born_timestamp: now_millis(),
+        born_timestamp: broker.now_millis(),
         born_host: broker.store_host,
         store_host: broker.store_host,
         reconsume_times: 0,

@@ -24,7 +24,7 @@ use rocketpy_protocol::message::record::{self, Decoded, MessageToStore};
 use rocketpy_protocol::topic::{TRANS_CHECK_GROUP, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use rocketpy_store::{Appended, GetMessageStatus, MessageStore, StoreError};
 
-use crate::BrokerInner;
+use crate::state::BrokerInner;
 
 /// What the store says about the transactions, read back lazily on first use.
 #[derive(Debug, Default)]

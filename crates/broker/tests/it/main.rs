@@ -18,7 +18,7 @@ mod wire;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rocketpy_broker::{Broker, BrokerSettings};
+use rocketpy_broker::{Broker, BrokerSettings, Clock};
 use rocketpy_namesrv::{NameServer, NamesrvConfig};
 
 /// Every test broker's settings: loopback, a free port, small files.
@@ -44,6 +44,8 @@ pub struct Servers {
     settings: BrokerSettings,
     _store: tempfile::TempDir,
     pub rt: tokio::runtime::Runtime,
+    /// The broker's clock: manual, moved by [`Servers::advance`] (kept across restarts).
+    pub clock: Clock,
 }
 
 impl Servers {
@@ -75,13 +77,17 @@ impl Servers {
         for (k, v) in settings_for(namesrv.local_addr()) {
             settings.set(k, &v).unwrap();
         }
-        let broker = rt.block_on(Broker::start(settings.clone())).unwrap();
+        let clock = Clock::manual(rocketpy_protocol::clock::now_millis());
+        let broker = rt
+            .block_on(Broker::start_with_clock(settings.clone(), clock.clone()))
+            .unwrap();
         let servers = Servers {
             namesrv,
             broker: Some(broker),
             settings,
             _store: store,
             rt,
+            clock,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while servers.namesrv.routes().live_brokers().is_empty() {
@@ -114,9 +120,21 @@ impl Servers {
         between(self._store.path());
         self.broker = Some(
             self.rt
-                .block_on(Broker::start(self.settings.clone()))
+                .block_on(Broker::start_with_clock(
+                    self.settings.clone(),
+                    self.clock.clone(),
+                ))
                 .unwrap(),
         );
+    }
+
+    /// Moves the broker's clock `ms` forward and runs the rounds its loops would run at their
+    /// next tick (pop revival, timer delivery): time passes without a test sleeping.
+    pub fn advance(&self, ms: i64) {
+        self.clock.advance(ms);
+        let inner = self.broker.as_ref().expect("a running broker").inner();
+        inner.pop.revive_due(inner, inner.now_millis());
+        inner.timer.tick(inner, inner.now_millis());
     }
 }
 

@@ -16,7 +16,7 @@ const TOPIC_NOT_EXIST: i32 = 17;
 const INVALID_PARAMETER: i32 = 29;
 const POLLING_TIMEOUT: i32 = 210;
 
-use rocketpy_protocol::clock::now_millis as now_ms;
+use rocketpy_broker::Clock;
 
 /// Sends `body` to `queue` of `topic` (auto-created with `queues` queues).
 fn send(w: &mut Wire, topic: &str, queues: &str, queue: &str, body: &[u8]) {
@@ -38,6 +38,9 @@ fn send(w: &mut Wire, topic: &str, queues: &str, queue: &str, body: &[u8]) {
 }
 
 struct Pop<'a> {
+    /// The broker's clock: a pop's bornTime is read on it, as a client's clock agrees
+    /// with its broker's.
+    clock: Clock,
     group: &'a str,
     topic: &'a str,
     max: &'a str,
@@ -48,8 +51,9 @@ struct Pop<'a> {
 }
 
 impl<'a> Pop<'a> {
-    fn new(group: &'a str, topic: &'a str) -> Self {
+    fn new(clock: &Clock, group: &'a str, topic: &'a str) -> Self {
         Pop {
+            clock: clock.clone(),
             group,
             topic,
             max: "32",
@@ -61,7 +65,7 @@ impl<'a> Pop<'a> {
     }
 
     fn call(&self, w: &mut Wire) -> Frame {
-        let born = now_ms().to_string();
+        let born = self.clock.now_millis().to_string();
         let mut fields = vec![
             ("consumerGroup", self.group),
             ("topic", self.topic),
@@ -161,7 +165,7 @@ fn popped_messages_stay_invisible_until_acked_or_revived() {
     for i in 0..3 {
         send(&mut w, "PopT", "1", "0", format!("m{i}").as_bytes());
     }
-    let first = Pop::new("pop-g", "PopT").call(&mut w);
+    let first = Pop::new(&servers.clock, "pop-g", "PopT").call(&mut w);
     assert_eq!(first.code, SUCCESS, "{:?}", first.remark);
     let msgs = records(&first.body);
     assert_eq!(
@@ -174,9 +178,9 @@ fn popped_messages_stay_invisible_until_acked_or_revived() {
     let revive_qid: i32 = first.field("reviveQid").parse().unwrap();
     assert!((0..8).contains(&revive_qid));
 
-    let again = Pop::new("pop-g", "PopT").call(&mut w);
+    let again = Pop::new(&servers.clock, "pop-g", "PopT").call(&mut w);
     assert_eq!(again.code, POLLING_TIMEOUT, "all invisible");
-    let other = Pop::new("pop-other", "PopT").call(&mut w);
+    let other = Pop::new(&servers.clock, "pop-other", "PopT").call(&mut w);
     assert_eq!(
         records(&other.body).len(),
         3,
@@ -204,7 +208,12 @@ fn popped_messages_stay_invisible_until_acked_or_revived() {
     assert_eq!(r.field("invisibleTime"), "1000");
     assert!(r.field("popTime").parse::<i64>().unwrap() >= first.field("popTime").parse().unwrap());
 
-    let revived = pop_within(&mut w, &Pop::new("pop-g", "PopT"), Duration::from_secs(10));
+    servers.advance(1000);
+    let revived = pop_within(
+        &mut w,
+        &Pop::new(&servers.clock, "pop-g", "PopT"),
+        Duration::from_secs(10),
+    );
     assert_eq!(revived.code, SUCCESS, "{:?}", revived.remark);
     let [m] = &records(&revived.body)[..] else {
         panic!("one revived message")
@@ -228,18 +237,20 @@ fn popped_messages_stay_invisible_until_acked_or_revived() {
         ck,
     );
     assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
-    std::thread::sleep(Duration::from_millis(2500));
+    servers.advance(2500);
     assert_eq!(
-        Pop::new("pop-g", "PopT").call(&mut w).code,
+        Pop::new(&servers.clock, "pop-g", "PopT").call(&mut w).code,
         POLLING_TIMEOUT,
         "acked messages never come back"
     );
 
-    let mut too_many = Pop::new("pop-g", "PopT");
+    let mut too_many = Pop::new(&servers.clock, "pop-g", "PopT");
     too_many.max = "33";
     assert_eq!(too_many.call(&mut w).code, INVALID_PARAMETER);
     assert_eq!(
-        Pop::new("pop-g", "NoSuchTopic").call(&mut w).code,
+        Pop::new(&servers.clock, "pop-g", "NoSuchTopic")
+            .call(&mut w)
+            .code,
         TOPIC_NOT_EXIST
     );
 }
@@ -251,7 +262,7 @@ fn popped_messages_are_revived_after_a_restart() {
     for i in 0..4 {
         send(&mut w, "PopRestart", "1", "0", format!("r{i}").as_bytes());
     }
-    let mut pop = Pop::new("pop-rg", "PopRestart");
+    let mut pop = Pop::new(&servers.clock, "pop-rg", "PopRestart");
     pop.invisible = "2000";
     let first = pop.call(&mut w);
     assert_eq!(records(&first.body).len(), 4);
@@ -271,6 +282,7 @@ fn popped_messages_are_revived_after_a_restart() {
         POLLING_TIMEOUT,
         "still invisible after the restart"
     );
+    servers.advance(2000);
     let mut bodies = ack_revived(&mut w, &pop, 3);
     bodies.sort();
     assert_eq!(bodies, ["r0", "r2", "r3"], "the un-acked ones, once each");
@@ -283,7 +295,7 @@ fn fifo_pops_hold_a_queue_until_its_messages_are_acked() {
     for i in 0..3 {
         send(&mut w, "PopFifo", "1", "0", format!("f{i}").as_bytes());
     }
-    let mut pop = Pop::new("fifo-g", "PopFifo");
+    let mut pop = Pop::new(&servers.clock, "fifo-g", "PopFifo");
     pop.order = true;
     pop.max = "2";
     pop.invisible = "3000";
@@ -321,6 +333,7 @@ fn fifo_pops_hold_a_queue_until_its_messages_are_acked() {
         "f1 is still invisible"
     );
     // f1 was not acked: it comes first again, delivered once before.
+    servers.advance(3000);
     let again = pop_within(&mut w, &pop, Duration::from_secs(10));
     assert_eq!(bodies(&again), vec![b"f1".to_vec(), b"f2".to_vec()]);
     assert_eq!(again.field("orderCountInfo"), "0 qo0%1 1;0 0 0");
@@ -338,7 +351,7 @@ fn a_pop_waits_for_messages_up_to_its_poll_time() {
     let addr = servers.broker_addr();
     let mut w = Wire::connect(addr);
     send(&mut w, "PopWait", "1", "0", b"first");
-    let mut drain = Pop::new("wait-g", "PopWait");
+    let mut drain = Pop::new(&servers.clock, "wait-g", "PopWait");
     assert_eq!(records(&drain.call(&mut w).body).len(), 1);
     let sender = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(400));
@@ -370,7 +383,7 @@ fn batch_acks_end_several_messages_of_a_pop_and_survive_a_restart() {
     for i in 0..5 {
         send(&mut w, "PopBatch", "1", "0", format!("b{i}").as_bytes());
     }
-    let mut pop = Pop::new("pop-bg", "PopBatch");
+    let mut pop = Pop::new(&servers.clock, "pop-bg", "PopBatch");
     pop.invisible = "2000";
     let first = pop.call(&mut w);
     assert_eq!(records(&first.body).len(), 5);
@@ -393,8 +406,9 @@ fn batch_acks_end_several_messages_of_a_pop_and_survive_a_restart() {
     // The batch ack record is read again at start: only b2 and b4 come back.
     servers.restart_broker();
     let mut w = Wire::connect(servers.broker_addr());
+    servers.advance(2000);
     let mut bodies = ack_revived(&mut w, &pop, 2);
-    std::thread::sleep(Duration::from_millis(2500));
+    servers.advance(2500);
     for m in records(&pop.call(&mut w).body) {
         bodies.push(String::from_utf8(m.body).unwrap());
     }

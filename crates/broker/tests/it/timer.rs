@@ -11,8 +11,6 @@ const SEND_MESSAGE_V2: i32 = 310;
 const SUCCESS: i32 = 0;
 const MESSAGE_ILLEGAL: i32 = 13;
 
-use rocketpy_protocol::clock::now_millis as now_ms;
-
 fn send(w: &mut Wire, topic: &str, body: &[u8], props: &[(&str, &str)]) -> i32 {
     let props: String = props
         .iter()
@@ -66,8 +64,7 @@ fn timer_messages_arrive_at_their_time_once() {
     let servers = Servers::start();
     let mut w = Wire::connect(servers.broker_addr());
     assert_eq!(send(&mut w, "TimerT", b"now", &[]), SUCCESS);
-    let at = (now_ms() + 1500).to_string();
-    let sent_at = Instant::now();
+    let at = (servers.clock.now_millis() + 1500).to_string();
     assert_eq!(
         send(
             &mut w,
@@ -86,7 +83,7 @@ fn timer_messages_arrive_at_their_time_once() {
         ),
         SUCCESS
     );
-    let past = (now_ms() - 5000).to_string();
+    let past = (servers.clock.now_millis() - 5000).to_string();
     assert_eq!(
         send(&mut w, "TimerT", b"past", &[("TIMER_DELIVER_MS", &past)]),
         SUCCESS
@@ -97,6 +94,13 @@ fn timer_messages_arrive_at_their_time_once() {
         vec![b"now".to_vec(), b"past".to_vec()],
         "a time in the past is delivered at once; the others wait"
     );
+    servers.advance(999);
+    assert_eq!(
+        stored(&mut w, "TimerT").len(),
+        2,
+        "not before its time (1 s and 1.5 s from the send)"
+    );
+    servers.advance(501);
     let got = wait_for(&mut w, "TimerT", 4, Duration::from_secs(10));
     assert_eq!(
         bodies(&got),
@@ -107,20 +111,16 @@ fn timer_messages_arrive_at_their_time_once() {
             b"at".to_vec()
         ]
     );
-    assert!(
-        sent_at.elapsed() >= Duration::from_millis(1400),
-        "not before its time"
-    );
     let at_msg = &got[3];
     assert_eq!(prop(at_msg, "TIMER_OUT_MS"), Some(at.as_str()));
     assert!(
         prop(at_msg, "TIMER_ENQUEUE_MS").is_some() && prop(at_msg, "TIMER_DEQUEUE_MS").is_some()
     );
     assert!(prop(at_msg, "REAL_TOPIC").is_none() && prop(at_msg, "REAL_QID").is_none());
-    std::thread::sleep(Duration::from_millis(500));
+    servers.advance(500);
     assert_eq!(stored(&mut w, "TimerT").len(), 4, "delivered once");
 
-    let too_far = (now_ms() + 4 * 86_400_000).to_string();
+    let too_far = (servers.clock.now_millis() + 4 * 86_400_000).to_string();
     assert_eq!(
         send(&mut w, "TimerT", b"far", &[("TIMER_DELIVER_MS", &too_far)]),
         MESSAGE_ILLEGAL
@@ -135,8 +135,8 @@ fn timer_messages_arrive_at_their_time_once() {
 fn timer_messages_survive_a_restart_and_are_not_delivered_twice() {
     let mut servers = Servers::start();
     let mut w = Wire::connect(servers.broker_addr());
-    let soon = (now_ms() + 800).to_string();
-    let later = (now_ms() + 2500).to_string();
+    let soon = (servers.clock.now_millis() + 800).to_string();
+    let later = (servers.clock.now_millis() + 2500).to_string();
     assert_eq!(
         send(
             &mut w,
@@ -155,6 +155,7 @@ fn timer_messages_survive_a_restart_and_are_not_delivered_twice() {
         ),
         SUCCESS
     );
+    servers.advance(800);
     assert_eq!(
         wait_for(&mut w, "TimerR", 1, Duration::from_secs(10)).len(),
         1
@@ -168,8 +169,9 @@ fn timer_messages_survive_a_restart_and_are_not_delivered_twice() {
         std::fs::write(&path, serde_json::to_vec(&offsets).unwrap()).unwrap();
     });
     let mut w = Wire::connect(servers.broker_addr());
+    servers.advance(1700);
     let got = wait_for(&mut w, "TimerR", 2, Duration::from_secs(10));
-    std::thread::sleep(Duration::from_millis(600));
+    servers.advance(600);
     let got_after = stored(&mut w, "TimerR");
     assert_eq!(got.len(), 2);
     assert_eq!(

@@ -257,6 +257,9 @@ fn the_check_asks_a_producer_and_applies_its_answer() {
         b"checked body",
     );
     let _ = end(&mut producer, "checked", &half, UNKNOWN, false);
+    // Past transactionTimeOut on the broker's clock (the store stamped the half on the
+    // system's, which the manual clock trails by the test's run time so far).
+    servers.clock.advance(2_000);
 
     let check = loop {
         let f = producer.read_frame();
@@ -315,6 +318,7 @@ fn a_half_message_nobody_answers_for_is_given_up() {
     let servers = transaction_servers();
     let mut w = Wire::connect(servers.broker_addr());
     let _half = prepare(&mut w, "TxOrphan", "no-such-producer", "UNIQ-O", b"orphan");
+    servers.clock.advance(2_000);
     let deadline = Instant::now() + Duration::from_secs(15);
     let kept = loop {
         let got = pull(&mut w, "TRANS_CHECK_MAX_TIME_TOPIC", "0");

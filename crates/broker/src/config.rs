@@ -240,6 +240,16 @@ impl BrokerSettings {
         Ok(())
     }
 
+    /// What decides who the HA port serves (`ha::allow`).
+    pub fn ha_exposure(&self) -> crate::ha::allow::HaExposure<'_> {
+        crate::ha::allow::HaExposure {
+            allowed_addresses: self.broker.ha_allowed_addresses.as_deref(),
+            acl_enable: self.broker.acl_enable,
+            master: self.store.broker_role.is_master(),
+            bind_address: &self.broker.bind_address,
+        }
+    }
+
     /// Checks names that become topics or paths.
     pub fn validate(&self) -> Result<()> {
         for (what, name) in [
@@ -248,7 +258,7 @@ impl BrokerSettings {
         ] {
             validate_topic(name).map_err(|e| BrokerError::Config(format!("{what}: {e}")))?;
         }
-        crate::ha::allowed_peers(self)?;
+        crate::ha::allow::allowed_peers(&self.ha_exposure())?;
         self.store
             .validate()
             .map_err(|e| BrokerError::Config(e.to_string()))

@@ -17,3 +17,12 @@ pub enum BrokerError {
     #[error("configuration: {0}")]
     Config(String),
 }
+
+/// A SYSTEM_ERROR answer carrying `e` as its remark: for failures that are the broker's, not
+/// the requester's (a config file that cannot be written, a body that cannot be serialised).
+pub(crate) fn system_error(e: impl std::fmt::Display) -> rocketpy_remoting::ProcessError {
+    rocketpy_remoting::ProcessError::new(
+        rocketpy_protocol::code::response::SYSTEM_ERROR,
+        e.to_string(),
+    )
+}

@@ -447,7 +447,7 @@ async fn spawn_services(
     if inner.settings.store.broker_role.is_master() {
         let (revive, timer) = (
             housekeeping::revive(inner.clone(), stop()),
-            timer::timer_loop(inner.clone(), stop()),
+            timer::deliver::timer_loop(inner.clone(), stop()),
         );
         services.spawn(revive);
         services.spawn(timer);

@@ -12,7 +12,7 @@ pub enum ProtocolError {
     #[error("malformed frame: {0}")]
     Malformed(String),
     /// A frame announced a length above the 16 MiB limit (or below the minimum).
-    #[error("frame length {0} outside 4..={max}", max = crate::frame::MAX_FRAME_LEN)]
+    #[error("frame length {0} outside 4..={max}", max = crate::limits::MAX_FRAME_LEN)]
     FrameTooLarge(i64),
     /// A request header lacks a field the request code requires.
     #[error("missing required header field `{0}`")]

@@ -13,8 +13,7 @@ use crate::command::{RemotingCommand, SerializeType};
 use crate::error::{ProtocolError, Result};
 use crate::{header_binary, header_json};
 
-/// Largest accepted value of the length prefix (RocketMQ's 16 MiB).
-pub const MAX_FRAME_LEN: usize = 16 * 1024 * 1024;
+pub use crate::limits::MAX_FRAME_LEN;
 
 /// Appends the whole frame of `cmd` (prefix, header, body) to `dst`.
 pub fn encode(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<()> {

@@ -10,6 +10,9 @@
 //! for tables a broker or a name server sends about itself) near 200 MB, whatever the frame
 //! holds (a 16 MiB frame of `0,` would otherwise be 8 million elements).
 
+/// Largest accepted value of a frame's length prefix (RocketMQ's 16 MiB).
+pub const MAX_FRAME_LEN: usize = 16 * 1024 * 1024;
+
 /// Nesting and size bounds of one JSON document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JsonLimits {

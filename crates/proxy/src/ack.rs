@@ -50,7 +50,7 @@ pub(crate) async fn ack_one(
         extra_info: handle.extra_info.clone(),
         offset: handle.queue_offset,
     };
-    let req = crate::state::remoting_request(request::ACK_MESSAGE).with_header(&header);
+    let req = crate::request::remoting_request(request::ACK_MESSAGE).with_header(&header);
     let resp = proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)
@@ -136,7 +136,7 @@ async fn ack_batch(
         Ok(addr) => addr,
         Err(e) => return Batch::Done(Err(e)),
     };
-    let req = crate::state::remoting_request(request::BATCH_ACK_MESSAGE).with_body(json);
+    let req = crate::request::remoting_request(request::BATCH_ACK_MESSAGE).with_body(json);
     match proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)

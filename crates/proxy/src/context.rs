@@ -21,7 +21,7 @@ pub struct Context {
     /// What is left of the call's deadline, if it has one.
     pub timeout: Option<Duration>,
     /// The `authorization` the call carries (the ACL decides it: [`crate::auth`]).
-    pub credential: Option<crate::auth::Credential>,
+    pub credential: Option<crate::credential::Credential>,
 }
 
 impl Context {
@@ -49,7 +49,7 @@ impl Context {
             language: text("x-mq-language"),
             peer: req.remote_addr(),
             timeout: grpc_timeout(&text("grpc-timeout")),
-            credential: crate::auth::Credential::of(md),
+            credential: crate::credential::Credential::of(md),
         })
     }
 }

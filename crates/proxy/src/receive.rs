@@ -15,7 +15,7 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{decode_all, RecordView};
 use rocketpy_protocol::subscription::tags_of;
 
-use crate::clients::{group_settings, recent_group_settings};
+use crate::clients::remote::{group_settings, recent_group_settings};
 use crate::context::Context;
 use crate::convert::{duration_ms, incoming, timestamp, wrap};
 use crate::handle::ReceiptHandle;
@@ -227,7 +227,7 @@ async fn pop(
         order: Some(fifo),
         attempt_id: req.attempt_id.clone(),
     };
-    let request = crate::state::remoting_request(request::POP_MESSAGE).with_header(&header);
+    let request = crate::request::remoting_request(request::POP_MESSAGE).with_header(&header);
     let wait = Duration::from_millis(poll.max(0) as u64) + cfg.remoting_timeout;
     let resp = proxy.remoting.invoke(&addr, request, wait).await?;
     match resp.code {
@@ -375,7 +375,7 @@ pub async fn change_invisible(
             offset: handle.queue_offset,
             invisible_time: ms,
         };
-        let req = crate::state::remoting_request(request::CHANGE_MESSAGE_INVISIBLETIME)
+        let req = crate::request::remoting_request(request::CHANGE_MESSAGE_INVISIBLETIME)
             .with_header(&header);
         let resp = proxy
             .remoting
@@ -420,7 +420,8 @@ async fn forward_to_dlq(
         unit_mode: Some(false),
         max_reconsume_times: Some(0),
     };
-    let req = crate::state::remoting_request(request::CONSUMER_SEND_MSG_BACK).with_header(&header);
+    let req =
+        crate::request::remoting_request(request::CONSUMER_SEND_MSG_BACK).with_header(&header);
     let resp = proxy
         .remoting
         .invoke(&addr, req, proxy.config.remoting_timeout)

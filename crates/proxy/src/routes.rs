@@ -183,11 +183,10 @@ impl Routes {
     async fn fetch(&self, topic: &str) -> Result<TopicRouteData, ProxyError> {
         let mut last = ProxyError::new(Code::InternalServerError, "no name server configured");
         for addr in &self.namesrv {
-            let req = crate::state::remoting_request(request::GET_ROUTEINFO_BY_TOPIC).with_header(
-                &GetRouteInfoRequestHeader {
+            let req = crate::request::remoting_request(request::GET_ROUTEINFO_BY_TOPIC)
+                .with_header(&GetRouteInfoRequestHeader {
                     topic: topic.to_owned(),
-                },
-            );
+                });
             match self.client.invoke(addr, req, self.timeout).await {
                 Ok(resp) if resp.code == response::SUCCESS => {
                     return fastjson::from_slice::<TopicRouteData>(&resp.body).map_err(|e| {

@@ -101,7 +101,7 @@ async fn send(
         broker_name: Some(queue.broker_name.clone()),
     };
     let request = if msgs.len() == 1 {
-        crate::state::remoting_request(request::SEND_MESSAGE_V2)
+        crate::request::remoting_request(request::SEND_MESSAGE_V2)
             .with_header(&header)
             .with_body(first.body.clone())
     } else {
@@ -110,7 +110,7 @@ async fn send(
             encode_batch_item(&mut body, 0, &m.body, &m.properties)
                 .map_err(|e| ProxyError::new(Code::BadRequest, e))?;
         }
-        crate::state::remoting_request(request::SEND_BATCH_MESSAGE)
+        crate::request::remoting_request(request::SEND_BATCH_MESSAGE)
             .with_header(&header)
             .with_body(body)
     };

@@ -6,10 +6,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rocketpy_remoting::lifecycle::{every, stopped, Services};
+use rocketpy_remoting::{ClientConfig, RemotingClient};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::clients::{heartbeat_producers, PRODUCER_HEARTBEAT};
+use crate::clients::remote::heartbeat_producers;
+use crate::clients::PRODUCER_HEARTBEAT;
 use crate::config::ProxyConfig;
 use crate::pb::messaging_service_server::MessagingServiceServer;
 use crate::service::Service;
@@ -51,7 +53,7 @@ impl Proxy {
             TcpListener::bind((config.bind_address.as_str(), config.grpc_server_port)).await?;
         let local_addr = listener.local_addr()?;
         let incoming = crate::incoming::incoming(listener, config.tls.clone());
-        let inner = ProxyInner::new(config);
+        let inner = build_state(config);
         let mut services = Services::default();
         let service = MessagingServiceServer::new(Service::new(inner.clone()))
             .max_decoding_message_size(MAX_GRPC_MESSAGE)
@@ -77,7 +79,7 @@ impl Proxy {
                 tracing::error!(error = %e, "the gRPC server stopped");
             }
         });
-        let renewing = crate::renew::renew_loop(inner.clone(), services.stop_signal());
+        let renewing = crate::renew::due::renew_loop(inner.clone(), services.stop_signal());
         services.spawn(renewing);
         let beat = inner.clone();
         let heartbeat = every(PRODUCER_HEARTBEAT, services.stop_signal(), move || {
@@ -111,4 +113,24 @@ impl Proxy {
         self.server.abort();
         self.inner.remoting.shutdown();
     }
+}
+
+/// The proxy's state; its remoting client answers brokers' requests to the proxy
+/// (transaction checks) through [`crate::transaction::CheckRelay`].
+fn build_state(config: ProxyConfig) -> Arc<ProxyInner> {
+    Arc::new_cyclic(|weak| {
+        let relay = Arc::new(crate::transaction::CheckRelay::new(weak.clone()));
+        let remoting = RemotingClient::new(
+            ClientConfig {
+                direct_connections: 0,
+                credentials: config.credentials.clone(),
+                tls: config.client_tls.clone(),
+                in_process: config.in_process.clone(),
+                ..ClientConfig::default()
+            },
+            Some(relay),
+            tokio::runtime::Handle::current(),
+        );
+        ProxyInner::assemble(config, remoting)
+    })
 }

@@ -14,7 +14,7 @@ use rocketpy_acl::perm::{ANY, PUB, SUB};
 use rocketpy_acl::Needs;
 
 use crate::auth::{authorize, on};
-use crate::clients::{answer_settings, heartbeat_producers, settings_command};
+use crate::clients::remote::{answer_settings, heartbeat_producers, settings_command};
 use crate::context::Context;
 use crate::convert::wrap;
 use crate::pb::messaging_service_server::MessagingService;

@@ -1,25 +1,11 @@
 //! The state the RPC handlers share ([`ProxyInner`]): connections, routes, clients, renewals
 //! and the clock.
 
+use rocketpy_remoting::RemotingClient;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-
-use rocketpy_remoting::{ClientConfig, RemotingClient};
 
 use crate::config::ProxyConfig;
-use crate::{clients, renew, routes, transaction};
-
-/// A request to a broker or name server. Its header goes in RocketMQ's binary serialisation
-/// (`ROCKETMQ`), which every RocketMQ 4.x/5.x server reads and which costs less to write and
-/// read than JSON on this hop, taken once per message — except for codes that do not fit its
-/// 16-bit code field (the 5.x pop codes, 200050 and up), which RocketMQ sends as JSON.
-pub(crate) fn remoting_request(code: i32) -> rocketpy_protocol::RemotingCommand {
-    let mut cmd = rocketpy_protocol::RemotingCommand::request(code);
-    if i16::try_from(code).is_ok() {
-        cmd.serialize_type = rocketpy_protocol::command::SerializeType::RocketMq;
-    }
-    cmd
-}
+use crate::{clients, renew, routes};
 
 /// State shared by the RPC handlers.
 pub struct ProxyInner {
@@ -39,36 +25,22 @@ pub struct ProxyInner {
 }
 
 impl ProxyInner {
-    /// A proxy's state; `remoting` answers brokers' requests to the proxy (transaction
-    /// checks) through [`transaction::CheckRelay`].
-    pub fn new(config: ProxyConfig) -> Arc<ProxyInner> {
-        Arc::new_cyclic(|weak| {
-            let relay = Arc::new(transaction::CheckRelay::new(weak.clone()));
-            let remoting = RemotingClient::new(
-                ClientConfig {
-                    direct_connections: 0,
-                    credentials: config.credentials.clone(),
-                    tls: config.client_tls.clone(),
-                    in_process: config.in_process.clone(),
-                    ..ClientConfig::default()
-                },
-                Some(relay),
-                tokio::runtime::Handle::current(),
-            );
-            ProxyInner {
-                routes: routes::Routes::new(
-                    remoting.clone(),
-                    &config.namesrv_addr,
-                    config.remoting_timeout,
-                ),
-                remoting,
-                clients: clients::Clients::default(),
-                renewals: renew::Renewals::default(),
-                group_settings: clients::GroupSettingsCache::default(),
-                next_queue: AtomicUsize::new(0),
-                config,
-            }
-        })
+    /// A proxy's state around `remoting`, its connections to brokers and name servers
+    /// (built by `server::build_state`, which gives it the transaction-check relay).
+    pub(crate) fn assemble(config: ProxyConfig, remoting: RemotingClient) -> ProxyInner {
+        ProxyInner {
+            routes: routes::Routes::new(
+                remoting.clone(),
+                &config.namesrv_addr,
+                config.remoting_timeout,
+            ),
+            remoting,
+            clients: clients::Clients::default(),
+            renewals: renew::Renewals::default(),
+            group_settings: clients::GroupSettingsCache::default(),
+            next_queue: AtomicUsize::new(0),
+            config,
+        }
     }
 
     /// A different number on each call (round-robin queue choice).

@@ -91,7 +91,8 @@ pub async fn end_transaction(
             msg_id: Some(req.message_id.clone()),
             transaction_id: Some(req.message_id.clone()),
         };
-        let request = crate::state::remoting_request(request::END_TRANSACTION).with_header(&header);
+        let request =
+            crate::request::remoting_request(request::END_TRANSACTION).with_header(&header);
         proxy
             .remoting
             .invoke_oneway(&id.broker_addr, request)
@@ -125,7 +126,7 @@ async fn check_half(proxy: &ProxyInner, id: &TransactionId, topic: &str) -> Resu
     if proxy.config.acl.is_none() {
         return Ok(());
     }
-    let view = crate::state::remoting_request(request::VIEW_MESSAGE_BY_ID)
+    let view = crate::request::remoting_request(request::VIEW_MESSAGE_BY_ID)
         .with_field("offset", id.commit_log_offset);
     let resp = proxy
         .remoting

@@ -8,6 +8,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
@@ -20,7 +21,7 @@ const MAX_JOBS_PER_ATTACH: usize = 4096;
 
 static SENDER: PerProcess<Sender<Job>> = PerProcess::new();
 
-/// Set while the callback thread is attached (or about to attach). With `process::at_exit`
+/// Set while the callback thread is attached (or about to attach). With [`at_exit`]
 /// storing the exit flag before reading this, either the thread sees the flag and never
 /// attaches, or the exit hook sees this and waits for it.
 static ATTACHED: AtomicBool = AtomicBool::new(false);
@@ -82,4 +83,18 @@ pub fn call_reporting<'py>(
     if let Err(err) = callback.bind(py).call1(args) {
         err.write_unraisable(py, Some(callback.bind(py)));
     }
+}
+
+/// Registered with `atexit` by the module: marks the interpreter as exiting, then lets the
+/// callback thread finish what it runs (at most `timeout`) so it is detached when
+/// finalization starts.
+#[pyfunction]
+pub fn at_exit(py: Python<'_>) {
+    process::mark_exiting();
+    let deadline = Instant::now() + Duration::from_secs(2);
+    py.detach(|| {
+        while attached() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
 }

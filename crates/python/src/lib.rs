@@ -38,7 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::install();
     // Runs before finalization (atexit hooks registered later, e.g. the clients', run
     // first): see `process` for why native threads must stop attaching by then.
-    let at_exit = wrap_pyfunction!(process::at_exit, m)?;
+    let at_exit = wrap_pyfunction!(callbacks::at_exit, m)?;
     m.py()
         .import("atexit")?
         .call_method1("register", (at_exit,))?;

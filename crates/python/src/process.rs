@@ -15,7 +15,6 @@
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
@@ -84,18 +83,9 @@ where
     })
 }
 
-/// Registered with `atexit` by the module: marks the interpreter as exiting, then lets the
-/// callback thread finish what it runs (at most `timeout`) so it is detached when
-/// finalization starts.
-#[pyfunction]
-pub fn at_exit(py: Python<'_>) {
+/// Marks the interpreter as exiting (`callbacks::at_exit`): no thread attaches after this.
+pub fn mark_exiting() {
     EXITING.store(true, Ordering::SeqCst);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    py.detach(|| {
-        while crate::callbacks::attached() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    });
 }
 
 /// A value created once per process: after fork() the child makes its own on first use. The

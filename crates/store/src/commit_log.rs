@@ -16,13 +16,13 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
+use crate::dispatch::{consumable, DispatchRequest, QueueUnits};
 use crate::error::{Result, StoreError};
 use crate::mapped_file::FileKind;
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::padded::Padded;
 use crate::put_state::PutState;
 use crate::queue_table::ConsumeQueueTable;
-use rocketpy_protocol::flag::message as sys_flag;
 use rocketpy_protocol::message::record::{self, Decoded, MessageToStore, Placement, RecordView};
 
 /// Where a message went.
@@ -39,38 +39,6 @@ pub struct AppendResult {
     /// Queue offset (index in the consume queue).
     pub logics_offset: i64,
 }
-
-/// What the consume queue (and index) need from a freshly written record.
-#[derive(Debug, Clone)]
-pub struct DispatchRequest<'a> {
-    pub topic: &'a str,
-    pub queue_id: i32,
-    pub commit_log_offset: i64,
-    pub msg_size: i32,
-    pub tags_code: i64,
-    pub store_timestamp: i64,
-    pub consume_queue_offset: i64,
-    pub properties: &'a str,
-    pub sys_flag: i32,
-}
-
-impl DispatchRequest<'_> {
-    /// Whether the record belongs in a consume queue (not a prepared or rolled-back half
-    /// message).
-    pub fn is_consumable(&self) -> bool {
-        consumable(self.sys_flag)
-    }
-}
-
-fn consumable(sys_flag: i32) -> bool {
-    matches!(
-        sys_flag::transaction_type(sys_flag),
-        sys_flag::TRANSACTION_NOT_TYPE | sys_flag::TRANSACTION_COMMIT_TYPE
-    )
-}
-
-/// Consume-queue units a put will add to one queue: `(topic, queue id, first offset, count)`.
-pub type QueueUnits<'a> = (&'a str, i32, i64, usize);
 
 /// Marks the put lock as held since now, and free again when dropped (on every exit path).
 struct BusyMark<'a>(&'a std::sync::atomic::AtomicI64);

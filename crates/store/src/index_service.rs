@@ -15,7 +15,6 @@ use parking_lot::RwLock;
 
 use crate::commit_log::CommitLog;
 use crate::error::{Result, StoreError};
-use crate::flush::FlushService;
 use crate::index_file::{index_file_name, IndexFile};
 use crate::io::Storage;
 use rocketpy_protocol::flag::message as sys_flag;
@@ -275,11 +274,12 @@ impl IndexService {
     }
 
     /// One round of the index thread: indexes what is new, and every second flushes the
-    /// index and reports how far it is on disk (for the checkpoint); returns how long to sleep.
+    /// index and reports how far it is on disk (`flushed(timestamp)`, for the checkpoint);
+    /// returns how long to sleep.
     pub(crate) fn step(
         &self,
         commit_log: &CommitLog,
-        flush: &FlushService,
+        flushed: impl FnOnce(i64),
         next_flush: &mut Instant,
     ) -> Duration {
         let busy = match self.index_pending(commit_log) {
@@ -294,7 +294,7 @@ impl IndexService {
             *next_flush = Instant::now() + Duration::from_secs(1);
             let ts = self.last_timestamp();
             match self.flush() {
-                Ok(()) => flush.index_flushed(ts),
+                Ok(()) => flushed(ts),
                 Err(e) => {
                     self.fail_log
                         .log(|| tracing::error!(error = %e, "index flush failed"));

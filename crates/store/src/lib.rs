@@ -11,6 +11,7 @@ pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
 pub mod delay;
+pub mod dispatch;
 pub mod error;
 pub mod flush;
 pub mod get;

@@ -45,11 +45,15 @@ pub struct FileKind {
     pub read_around: bool,
 }
 
+/// How far ahead of the CommitLog's writer the prefault thread (`crate::prefault`) makes
+/// pages resident, and so the step in which CommitLog files reserve disk.
+pub const PREFAULT_WINDOW: usize = 16 << 20;
+
 impl FileKind {
     /// CommitLog files. The step is the prefault window: the prefault thread reserves ahead
     /// of the writer, so appends rarely reserve themselves.
     pub const COMMIT_LOG: FileKind = FileKind {
-        reserve_step: crate::prefault::WINDOW,
+        reserve_step: PREFAULT_WINDOW,
         read_around: true,
     };
     /// Consume-queue (and index) files: thousands of them exist, and each should hold little

@@ -12,7 +12,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::mapped_file::MappedFile;
 
 /// How far ahead of the writer pages are made resident.
-pub const WINDOW: usize = 16 << 20;
+pub use crate::mapped_file::PREFAULT_WINDOW as WINDOW;
 /// The writer asks for more when fewer than this many prepared bytes are left.
 const LOW_WATER: usize = WINDOW / 2;
 

@@ -15,9 +15,9 @@ use parking_lot::{Mutex, RwLock};
 use rocketpy_protocol::topic::{validate_topic, SCHEDULE_TOPIC};
 use rustc_hash::FxHashMap;
 
-use crate::commit_log::{DispatchRequest, QueueUnits};
 use crate::consume_queue::{ConsumeQueue, CqUnit};
 use crate::delay;
+use crate::dispatch::{DispatchRequest, QueueUnits};
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
 use crate::padded::Padded;

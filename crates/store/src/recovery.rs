@@ -19,8 +19,9 @@ use rocketpy_protocol::message::record::{self, Decoded, RecordView};
 use rocketpy_protocol::topic::validate_topic;
 
 use crate::checkpoint::Checkpoint;
-use crate::commit_log::{CommitLog, DispatchRequest};
+use crate::commit_log::CommitLog;
 use crate::delay;
+use crate::dispatch::DispatchRequest;
 use crate::error::{Result, StoreError};
 use crate::index_service::IndexService;
 use crate::io::Storage;

@@ -33,7 +33,8 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
 ) {
     // Checked when the settings were (Broker::start validates them first).
-    let allowed = super::allow::allowed_peers(&broker.settings).unwrap_or(Some(Vec::new()));
+    let allowed =
+        super::allow::allowed_peers(&broker.settings.ha_exposure()).unwrap_or(Some(Vec::new()));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,

@@ -21,8 +21,6 @@ pub mod master;
 pub mod slave;
 pub mod sync;
 
-pub use allow::allowed_peers;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

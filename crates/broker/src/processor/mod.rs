@@ -239,11 +239,7 @@ pub(crate) fn json_reply<T: serde::Serialize>(req: &RemotingCommand, body: &T) -
     reply(ok(req).with_body(json))
 }
 
-/// A SYSTEM_ERROR carrying `e` as its remark: for failures that are the broker's, not the
-/// requester's (a config file that cannot be written, a body that cannot be serialised).
-pub(crate) fn system_error(e: impl std::fmt::Display) -> ProcessError {
-    ProcessError::new(response::SYSTEM_ERROR, e.to_string())
-}
+pub(crate) use crate::error::system_error;
 
 /// NO_PERMISSION unless the broker's permission allows writing (`brokerPermission`).
 pub(crate) fn check_broker_writeable(broker: &BrokerInner) -> Result<(), ProcessError> {

@@ -89,7 +89,7 @@ pub fn process(
         // A 5.x timer message waits in the timer topic (a half message's timer starts when
         // its transaction commits).
         for msg in &mut msgs {
-            crate::timer::redirect(broker, msg)?;
+            crate::timer::deliver::redirect(broker, msg)?;
         }
     }
     let appended = broker

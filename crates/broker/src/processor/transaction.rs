@@ -81,7 +81,7 @@ pub fn end_transaction(
         let Some(mut visible) = messages::committed(&half) else {
             return Err(refused("the half message has no REAL_TOPIC / REAL_QID"));
         };
-        if crate::timer::redirect(broker, &mut visible).is_err() {
+        if crate::timer::deliver::redirect(broker, &mut visible).is_err() {
             // A delivery time the broker no longer accepts: the message is delivered now.
             tracing::debug!(
                 offset = half.queue_offset,
@@ -91,14 +91,16 @@ pub fn end_transaction(
         msgs.push(visible);
     }
     msgs.push(messages::op(
-        broker,
+        broker.now_millis(),
+        broker.store_host,
         messages::REMOVE_TAG,
         half.queue_offset,
         None,
     ));
     let resolved = {
-        let mut state = broker.transactions.lock(broker);
-        transaction::resolve(broker, &mut state, half.queue_offset, &msgs).map_err(store_error)?
+        let mut state = broker.transactions.lock(&broker.store, &broker.offsets);
+        transaction::resolve(&broker.store, &mut state, half.queue_offset, &msgs)
+            .map_err(store_error)?
     };
     match resolved {
         // Held pulls wake through the store's arriving listener, as for any send.

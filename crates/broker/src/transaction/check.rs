@@ -62,7 +62,7 @@ async fn check_round(broker: Arc<BrokerInner>) {
 /// One round: resolves what it can, returns the checks to send.
 pub fn round(broker: &BrokerInner) -> Vec<Check> {
     let store = &broker.store;
-    let mut state = broker.transactions.lock(broker);
+    let mut state = broker.transactions.lock(&broker.store, &broker.offsets);
     state.read_ops(store);
     let min = store.min_offset_in_queue(TRANS_HALF_TOPIC, 0);
     let max = store.max_offset_in_queue(TRANS_HALF_TOPIC, 0);
@@ -102,7 +102,7 @@ pub fn round(broker: &BrokerInner) -> Vec<Check> {
     }
     let progress = first_open.unwrap_or(offset);
     state.advance(progress);
-    state.save(broker);
+    state.save(&broker.offsets);
     checks
 }
 
@@ -136,9 +136,15 @@ fn look_at(
         )?;
         let msgs = [
             messages::given_up(half, checked),
-            messages::op(broker, messages::REMOVE_TAG, offset, None),
+            messages::op(
+                broker.now_millis(),
+                broker.store_host,
+                messages::REMOVE_TAG,
+                offset,
+                None,
+            ),
         ];
-        resolve(broker, state, offset, &msgs)?;
+        resolve(&broker.store, state, offset, &msgs)?;
         tracing::warn!(
             offset,
             checks = checked,
@@ -148,12 +154,19 @@ fn look_at(
     }
     let Some(msg) = messages::for_check(half, checked + 1) else {
         // No real destination: nothing could ever commit it.
-        let op = [messages::op(broker, messages::REMOVE_TAG, offset, None)];
-        resolve(broker, state, offset, &op)?;
+        let op = [messages::op(
+            broker.now_millis(),
+            broker.store_host,
+            messages::REMOVE_TAG,
+            offset,
+            None,
+        )];
+        resolve(&broker.store, state, offset, &op)?;
         return Ok(None);
     };
     broker.store.put_messages_nowait(&[messages::op(
-        broker,
+        broker.now_millis(),
+        broker.store_host,
         messages::CHECK_TAG,
         offset,
         Some(checked + 1),

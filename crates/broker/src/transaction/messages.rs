@@ -9,8 +9,6 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{MessageToStore, RecordView};
 use rocketpy_protocol::topic::{TRANS_CHECK_MAX_TIME_TOPIC, TRANS_OP_HALF_TOPIC};
 
-use crate::state::BrokerInner;
-
 /// Tag of an op record that resolves a half message (RocketMQ's `REMOVETAG`).
 pub const REMOVE_TAG: &str = "d";
 /// Tag of an op record that counts one check of a half message. RocketMQ brokers keep the
@@ -20,9 +18,11 @@ pub const REMOVE_TAG: &str = "d";
 pub const CHECK_TAG: &str = "rocketpy-check";
 
 /// An op record for the half message at `half_offset`: tag `tag`, body the offset in decimal
-/// (RocketMQ 4.x's layout), and for checks the check count.
+/// (RocketMQ 4.x's layout), and for checks the check count; born at `now` on `host` (the
+/// broker's clock and address).
 pub fn op(
-    broker: &BrokerInner,
+    now: i64,
+    host: std::net::SocketAddr,
     tag: &str,
     half_offset: i64,
     checks: Option<i32>,
@@ -40,9 +40,9 @@ pub fn op(
         properties: properties::encode(props),
         tags_code: java_hash::tags_code(Some(tag)),
         sys_flag: sys_flag::TRANSACTION_NOT_TYPE,
-        born_timestamp: broker.now_millis(),
-        born_host: broker.store_host,
-        store_host: broker.store_host,
+        born_timestamp: now,
+        born_host: host,
+        store_host: host,
         reconsume_times: 0,
         prepared_transaction_offset: 0,
     }

@@ -24,7 +24,7 @@ use rocketpy_protocol::message::record::{self, Decoded, MessageToStore};
 use rocketpy_protocol::topic::{TRANS_CHECK_GROUP, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use rocketpy_store::{Appended, GetMessageStatus, MessageStore, StoreError};
 
-use crate::state::BrokerInner;
+use crate::consumer_offset::ConsumerOffsetManager;
 
 /// What the store says about the transactions, read back lazily on first use.
 #[derive(Debug, Default)]
@@ -49,12 +49,10 @@ pub(crate) struct State {
 }
 
 impl State {
-    fn load(broker: &BrokerInner) -> State {
-        let store = &broker.store;
+    fn load(store: &MessageStore, offsets: &ConsumerOffsetManager) -> State {
         let start = |topic: &str| {
             let min = store.min_offset_in_queue(topic, 0);
-            broker
-                .offsets
+            offsets
                 .query(TRANS_CHECK_GROUP, topic, 0)
                 .unwrap_or(min)
                 .max(min)
@@ -140,8 +138,7 @@ impl State {
     }
 
     /// The progress as consumer offsets of CID_RMQ_SYS_TRANS (RocketMQ keeps it there too).
-    pub fn save(&self, broker: &BrokerInner) {
-        let offsets = &broker.offsets;
+    pub fn save(&self, offsets: &ConsumerOffsetManager) {
         offsets.commit(TRANS_CHECK_GROUP, TRANS_HALF_TOPIC, 0, self.half_progress);
         offsets.commit(TRANS_CHECK_GROUP, TRANS_OP_HALF_TOPIC, 0, self.op_progress);
     }
@@ -165,10 +162,10 @@ impl std::ops::DerefMut for Locked<'_> {
 
 impl Transactions {
     /// The state, read from the store if this is the first use.
-    pub(crate) fn lock(&self, broker: &BrokerInner) -> Locked<'_> {
+    pub(crate) fn lock(&self, store: &MessageStore, offsets: &ConsumerOffsetManager) -> Locked<'_> {
         let mut guard = self.state.lock();
         if guard.is_none() {
-            *guard = Some(State::load(broker));
+            *guard = Some(State::load(store, offsets));
         }
         Locked(guard)
     }
@@ -177,7 +174,7 @@ impl Transactions {
 /// Appends `msgs` and marks the half message at `half` resolved, unless it already is:
 /// `Ok(None)` then, and nothing is written. The one way a half message gets its outcome.
 pub(crate) fn resolve(
-    broker: &BrokerInner,
+    store: &MessageStore,
     state: &mut State,
     half: i64,
     msgs: &[MessageToStore],
@@ -185,7 +182,7 @@ pub(crate) fn resolve(
     if state.is_resolved(half) {
         return Ok(None);
     }
-    let appended = broker.store.put_messages_nowait(msgs)?;
+    let appended = store.put_messages_nowait(msgs)?;
     state.resolve(half);
     Ok(Some(appended))
 }

@@ -66,8 +66,10 @@ compat-py5:
 compat-rust-client:
 	cd compat/rust-client && CARGO_TARGET_DIR=$(COMPAT_TARGET) cargo build --release --locked --quiet
 
+# Two workers, one test file each at a time (module fixtures stay per file): most tests wait
+# on servers, peers' timers or a JVM rather than on the CPU, so two run in about half the time.
 py-test: install compat-rust-client compat-py5 browser
-	$(BIN)/pytest --durations=25
+	$(BIN)/pytest -n 2 --dist loadfile --durations=25
 
 # The fast tier, for every edit: the Rust unit tests of every crate (no integration tests)
 # and tests/unit (no server, no Spark, no peer). `make test` runs everything.

@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from devserver import DevProcess
+from servers import dev as servers_dev
+
 from rocketpy import Message, MessageQueue, Producer
 from rocketpy._native import RemotingClient
 from rocketpy.admin import Admin
@@ -132,7 +133,7 @@ def main() -> None:
     levels = [int(x) for x in args.levels.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp) / "store"
-        dev = DevProcess(store, "--set", "mapedFileSizeCommitLog=67108864").start()
+        dev = servers_dev(store, settings={"mapedFileSizeCommitLog": "67108864"}).start()
         assert dev.proc is not None
         admin = Admin(dev.namesrv)
         producer = Producer("scale_producer", dev.namesrv, retry_times_when_send_failed=0)

@@ -9,13 +9,12 @@ shared by the tiers stay here, in ``tests/``."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from devserver import HOST_DISK_SETTINGS, DevProcess
+from servers import HOST_DISK_SETTINGS, RETRY_IN_A_SECOND, ServerProcess, dev
 
 # Loopback only: Spark (here and in the examples and benchmarks the tests start) otherwise
 # binds and advertises this machine's own address.
@@ -51,26 +50,26 @@ def host_disk_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def dev_server(tmp_path: Path) -> Iterator[DevProcess]:
+def dev_server(tmp_path: Path) -> Iterator[ServerProcess]:
     """A running ``rocketpy dev`` with a store in a temporary directory."""
-    dev = DevProcess(tmp_path / "store").start()
-    yield dev
-    assert dev.stop() == 0, "".join(dev.stderr)
+    server = dev(tmp_path / "store").start()
+    yield server
+    assert server.stop() == 0, server.text()
 
 
 @pytest.fixture
-def dev_factory(tmp_path: Path) -> Iterator[type[DevProcess]]:
-    """Starts ``DevProcess``es; every one still running at the end is stopped."""
-    started: list[DevProcess] = []
+def dev_factory() -> Iterator[Callable[..., ServerProcess]]:
+    """Makes ``rocketpy dev`` servers (:func:`servers.dev`'s arguments) for a test to start;
+    every one still running at the end is stopped."""
+    made: list[ServerProcess] = []
 
-    class Tracked(DevProcess):
-        def start(self, timeout: float = 60) -> DevProcess:
-            started.append(self)
-            return super().start(timeout)
+    def factory(store: Path, *extra: str, settings: dict[str, str] | None = None) -> ServerProcess:
+        made.append(dev(store, *extra, settings=settings))
+        return made[-1]
 
-    yield Tracked
-    for dev in started:
-        dev.stop()
+    yield factory
+    for server in made:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +83,10 @@ def spark() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def shared_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevProcess]:
+def shared_dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     """One ``rocketpy dev`` for a whole test module, with short delay levels (1 s each) so
     retries are quick."""
     store = tmp_path_factory.mktemp("shared") / "store"
-    dev = DevProcess(store, "--set", "messageDelayLevel=" + " ".join(["1s"] * 18)).start()
-    yield dev
-    assert dev.stop() == 0, "".join(dev.stderr)
+    server = dev(store, settings=RETRY_IN_A_SECOND).start()
+    yield server
+    assert server.stop() == 0, server.text()

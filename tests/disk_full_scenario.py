@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from devserver import DevProcess
+from servers import dev
+
 from rocketpy import LitePullConsumer, Message, MessageQueue, Producer
 from rocketpy.admin import Admin
 from rocketpy.errors import BrokerResponseError, RocketpyError
@@ -76,32 +77,31 @@ def send_ok_again(producer: Producer, timeout: float) -> float:
 
 def main(mount: Path, scenario: str) -> dict[str, object]:
     store = mount / "store"
-    settings = [
-        "mapedFileSizeCommitLog=4194304",
-        "maxHashSlotNum=20000",
-        "maxIndexNum=80000",
-        "cleanResourceInterval=200",
-        "brokerName=broker-a",
-        "flushDiskType=SYNC_FLUSH",
+    settings = {
+        "mapedFileSizeCommitLog": "4194304",
+        "maxHashSlotNum": "20000",
+        "maxIndexNum": "80000",
+        "cleanResourceInterval": "200",
+        "brokerName": "broker-a",
+        "flushDiskType": "SYNC_FLUSH",
         # Forced retention (on by default above 85 %) would delete unexpired files on the
         # full disk; off, every acknowledged message must come back.
-        "cleanFileForciblyEnable=false",
-        # RocketMQ's limits (test servers turn them off, tests/devserver.py): this disk is the
+        "cleanFileForciblyEnable": "false",
+        # RocketMQ's limits (test servers turn them off, tests/servers.py): this disk is the
         # test's own small mount.
-        "diskMaxUsedSpaceRatio=75",
-        "diskSpaceCleanForciblyRatio=85",
+        "diskMaxUsedSpaceRatio": "75",
+        "diskSpaceCleanForciblyRatio": "85",
         # Refusal by the write itself (ENOSPC), not by the usage ratio.
-        "diskSpaceWarningLevelRatio=" + ("100" if scenario == "self" else "90"),
-    ]
+        "diskSpaceWarningLevelRatio": "100" if scenario == "self" else "90",
+    }
     ballast = mount / "ballast"
     if scenario == "self":
         ballast.write_bytes(os.urandom(6 << 20))
-    extra = [a for s in settings for a in ("--set", s)]
-    dev = DevProcess(store, *extra).start()
+    server = dev(store, settings=settings).start()
     found: dict[str, object] = {"scenario": scenario}
-    producer = Producer("full_disk_producer", dev.namesrv, retry_times_when_send_failed=0)
+    producer = Producer("full_disk_producer", server.namesrv, retry_times_when_send_failed=0)
     producer.start()
-    admin = Admin(dev.namesrv)
+    admin = Admin(server.namesrv)
     try:
         admin.create_topic(TOPIC, queues=2)
         # The route reaches the name server with the broker's next registration.
@@ -120,12 +120,12 @@ def main(mount: Path, scenario: str) -> dict[str, object]:
         else:
             acked, code, remark = send_until_refused(producer, 100_000)
         found.update(acked=len(acked), code=code, remark=remark)
-        found["alive_after_refusal"] = dev.proc is not None and dev.proc.poll() is None
+        found["alive_after_refusal"] = server.running
         # Reads and offsets keep working on the full disk.
         found["max_offset"] = sum(
             admin.max_offset(MessageQueue(TOPIC, "broker-a", q)) for q in (0, 1)
         )
-        seen = read_all(dev.namesrv, len(acked))
+        seen = read_all(server.namesrv, len(acked))
         found["read_back"] = len(seen)
         found["lost"] = len(set(acked) - set(seen))
         _, code2, _ = send_until_refused(producer, 1)
@@ -134,21 +134,23 @@ def main(mount: Path, scenario: str) -> dict[str, object]:
             # An operator restarts the broker on the full disk: it recovers and serves reads.
             producer.shutdown()
             admin.close()
-            found["restart_exit_code"] = dev.stop()
-            dev = DevProcess(store, *extra).start()
-            producer = Producer("full_disk_producer", dev.namesrv, retry_times_when_send_failed=0)
+            found["restart_exit_code"] = server.stop()
+            server.start()
+            producer = Producer(
+                "full_disk_producer", server.namesrv, retry_times_when_send_failed=0
+            )
             producer.start()
-            admin = Admin(dev.namesrv)
-            found["read_back_after_restart"] = len(read_all(dev.namesrv, len(acked)))
+            admin = Admin(server.namesrv)
+            found["read_back_after_restart"] = len(read_all(server.namesrv, len(acked)))
         # Space returns: writes are accepted again without a restart.
         ballast.unlink()
         found["accepted_again_after_s"] = round(send_ok_again(producer, 30), 2)
-        found["alive_at_end"] = dev.proc.poll() is None if dev.proc else False
+        found["alive_at_end"] = server.running
     finally:
         producer.shutdown()
         admin.close()
-        found["exit_code"] = dev.stop()
-        found["stderr_tail"] = "".join(dev.stderr[-5:])[-2000:]
+        found["exit_code"] = server.stop()
+        found["output_tail"] = "".join(server.output[-5:])[-2000:]
     return found
 
 

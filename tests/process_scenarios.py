@@ -116,7 +116,7 @@ def child_sends(ns: str, topic: str) -> None:
 def fork(ns: str, topic: str) -> None:
     """A parent with a running producer, consumer and store forks; the child cannot use them
     (a clear error, no hang), can create its own clients, and the parent is unaffected."""
-    store = MessageStore(sys.argv[4], diskSpaceWarningLevelRatio=100)  # host disk: devserver.py
+    store = MessageStore(sys.argv[4], diskSpaceWarningLevelRatio=100)  # host disk: servers.py
     store.put(topic, b"stored")
     p = Producer("proc-fork-p", ns)
     p.start()

@@ -26,12 +26,10 @@ import os
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rocketpy import _native
-
-if TYPE_CHECKING:
-    from rocketpy.consumer.base import ConsumerBase
+from rocketpy.message import MessageQueue
 
 __all__ = ["METRICS", "ClientMetrics"]
 
@@ -39,11 +37,23 @@ __all__ = ["METRICS", "ClientMetrics"]
 _BUCKETS_MS = (*_native.send_metric_buckets(), float("inf"))
 
 
+class LaggingConsumer(Protocol):
+    """What the lag gauge reads of a consumer (``rocketpy.consumer.base.ConsumerBase``)."""
+
+    @property
+    def group(self) -> str: ...
+
+    @property
+    def client_id(self) -> str: ...
+
+    def queue_lags(self) -> list[tuple[MessageQueue, int]]: ...
+
+
 class _LagCollector:
     """Reads the live consumers' queues when scraped."""
 
     def __init__(self) -> None:
-        self.consumers: weakref.WeakSet[ConsumerBase] = weakref.WeakSet()
+        self.consumers: weakref.WeakSet[LaggingConsumer] = weakref.WeakSet()
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import GaugeMetricFamily
@@ -156,11 +166,11 @@ class ClientMetrics:
                 child = self._children.setdefault(key, (hist, None))
         child[0].observe(elapsed_s * 1000.0)
 
-    def track(self, consumer: ConsumerBase) -> None:
+    def track(self, consumer: LaggingConsumer) -> None:
         """Reports ``consumer``'s per-queue lag while it lives."""
         self._lag.consumers.add(consumer)
 
-    def untrack(self, consumer: ConsumerBase) -> None:
+    def untrack(self, consumer: LaggingConsumer) -> None:
         """Stops reporting ``consumer`` (it shut down)."""
         self._lag.consumers.discard(consumer)
 

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import Cluster
 
-from peerlib import Cluster, Peer
+from peerlib import Peer, compat_cluster
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,7 +34,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("compat") / "store")
+    c = compat_cluster(tmp_path_factory.mktemp("compat") / "store")
     yield c
     c.stop()
 

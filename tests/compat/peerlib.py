@@ -1,81 +1,40 @@
-"""The pieces of the compatibility suite: rocketpy servers as processes, and peer client
-programs (``peers/``) run as processes that report what they did as JSON lines."""
+"""The pieces of the compatibility suite: peer client programs (``peers/``) run as processes
+that report what they did as JSON lines, and the rocketpy servers they talk to (started by
+the tests' one harness, tests/servers.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from devserver import HOST_DISK_SETTINGS
+from servers import RETRY_IN_A_SECOND, Cluster
 
 PEERS = Path(__file__).with_name("peers")
 
 
-class ServerProcess:
-    """One ``rocketpy`` server command; its first stdout line says where it listens."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rocketpy", "--log-level", "warn", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.stderr: list[str] = []
-        self._drainer = threading.Thread(target=self._drain, daemon=True)
-        self._drainer.start()
-        line = self._first_line(60)
-        m = re.search(r"listening on (\S+)(?: as (\S+))?", line)
-        if not m:
-            self.stop()
-            raise AssertionError(f"{args[0]} did not start: {line!r} {''.join(self.stderr)}")
-        self.address = m.group(2) or m.group(1)
-
-    def _drain(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-
-    def line_matching(self, pattern: str, timeout: float = 30) -> re.Match[str]:
-        """The first further stdout line matching ``pattern`` (what the server printed after
-        its first line: metrics, the gRPC endpoint)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            line = self._first_line(deadline - time.monotonic())
-            m = re.search(pattern, line)
-            if m:
-                return m
-            if not line:
-                break
-        raise AssertionError(f"no line matching {pattern!r}: {''.join(self.stderr)}")
-
-    def _first_line(self, timeout: float) -> str:
-        out: list[str] = []
-        t = threading.Thread(target=lambda: out.append(self.proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-        t.start()
-        t.join(timeout)
-        return out[0] if out else ""
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._drainer.join(10)
-        close_pipes(self.proc)
-        return code
+def compat_cluster(
+    store: Path,
+    settings: Mapping[str, str] | None = None,
+    *,
+    grpc: bool = False,
+    namesrv_settings: Mapping[str, str] | None = None,
+) -> Cluster:
+    """A rocketpy name server and broker for peers (:class:`servers.Cluster`) whose retries
+    come back after a second: peers' consumers that ask for a redelivery see it soon."""
+    return Cluster(
+        store,
+        {**RETRY_IN_A_SECOND, **(settings or {})},
+        grpc=grpc,
+        namesrv_settings=namesrv_settings,
+    )
 
 
 def close_pipes(proc: subprocess.Popen[str]) -> None:
@@ -84,48 +43,6 @@ def close_pipes(proc: subprocess.Popen[str]) -> None:
         if pipe is not None and not pipe.closed:
             with contextlib.suppress(OSError):
                 pipe.close()
-
-
-class Cluster:
-    """A name server and a broker registered with it; with ``grpc``, the broker also serves
-    RocketMQ 5.x clients (gRPC) on a free port, at :attr:`grpc`."""
-
-    def __init__(
-        self,
-        store: Path,
-        *broker_args: str,
-        grpc: bool = False,
-        namesrv_args: tuple[str, ...] = (),
-    ) -> None:
-        if grpc:
-            # 5.x receives may ask for invisible times from 1 s (10 s by default): the tests
-            # wait for redeliveries that long.
-            broker_args = (
-                *broker_args, "--set", "grpcServerPort=0",
-                "--set", "minInvisibleTimeMillsForRecv=1000",
-            )  # fmt: skip
-        self.namesrv_proc = ServerProcess(
-            "namesrv", "--host", "127.0.0.1", "--port", "0", *namesrv_args
-        )
-        self.namesrv = self.namesrv_proc.address
-        self.broker_proc = ServerProcess(
-            "broker", "-n", self.namesrv, "--host", "127.0.0.1", "--port", "0",
-            "--store-dir", str(store), "--set", "brokerIP1=127.0.0.1",
-            "--set", "mapedFileSizeCommitLog=16777216",
-            # Retries come back after a second instead of after 10 s, 30 s, 1 min, ...
-            "--set", "messageDelayLevel=" + " ".join(["1s"] * 18),
-            # Not refused because the shared host disk is 90 % used (tests/devserver.py).
-            *(a for k, v in HOST_DISK_SETTINGS.items() for a in ("--set", f"{k}={v}")),
-            *broker_args,
-        )  # fmt: skip
-        self.broker = self.broker_proc.address
-        self.grpc = ""
-        if grpc:
-            self.grpc = self.broker_proc.line_matching(r"5\.x clients: (\S+)").group(1)
-
-    def stop(self) -> None:
-        codes = (self.broker_proc.stop(), self.namesrv_proc.stop())
-        assert codes == (0, 0), "".join(self.broker_proc.stderr + self.namesrv_proc.stderr)
 
 
 class Peer:

@@ -8,9 +8,10 @@ import time
 from pathlib import Path
 
 import pytest
+from servers import Cluster
 
 from helpers import Collector, fast_config, wait_until
-from peerlib import Cluster, Peer, cpp, rust, start_peer
+from peerlib import Peer, cpp, rust, start_peer
 from rocketpy import ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketpy.admin import Admin
 

@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import Cluster, acl_settings
 
-from peerlib import Cluster, Peer, py5, start_peer
+from peerlib import Peer, compat_cluster, py5, start_peer
 from rocketpy import SessionCredentials
 from rocketpy.admin import Admin
 
@@ -32,11 +33,7 @@ ADMIN = SessionCredentials("admin-account", "admin-secret")
 def cluster_with_acl(home: Path, topics: list[str], grpc: bool = False) -> Cluster:
     """A cluster whose broker checks plain_acl.yml (above), with ``topics`` created."""
     (home / "plain_acl.yml").write_text(ACL)
-    c = Cluster(
-        home / "store",
-        "--set", "aclEnable=true", "--set", f"aclFile={home / 'plain_acl.yml'}",
-        grpc=grpc,
-    )  # fmt: skip
+    c = compat_cluster(home / "store", acl_settings(home / "plain_acl.yml"), grpc=grpc)
     with Admin(c.namesrv, credentials=ADMIN) as admin:
         for topic in topics:
             admin.create_topic(topic, queues=2, broker_addrs=[c.broker])

@@ -11,13 +11,12 @@ that broker binds every interface).
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from test_rocketmq_rust_servers import BIN, free_port
+from servers import ServerProcess, free_port
+from test_rocketmq_rust_servers import BIN
 
 from helpers import wait_until
 from rocketpy import Message, Producer
@@ -54,13 +53,13 @@ def test_peer_broker_registers_topics_and_stays_alive(tmp_path: Path, force_regi
         )
     )
     (tmp_path / "conf").mkdir()
-    with open(tmp_path / "broker.log", "w") as log:
-        broker = subprocess.Popen(
-            [BIN / "rocketmq-broker-rust", "-c", str(conf)],
-            env=dict(os.environ, ROCKETMQ_HOME=str(tmp_path)),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    # No ready line: it is ready once it registered, which is what this test checks.
+    broker = ServerProcess(
+        [BIN / "rocketmq-broker-rust", "-c", conf],
+        None,
+        env={"ROCKETMQ_HOME": str(tmp_path)},
+        log=tmp_path / "broker.log",
+    ).start()
     try:
         with Admin(addr) as admin:
 
@@ -70,7 +69,7 @@ def test_peer_broker_registers_topics_and_stays_alive(tmp_path: Path, force_regi
                 except Exception:
                     return False
 
-            assert wait_until(registered, timeout=60), (tmp_path / "broker.log").read_text()[-3000:]
+            assert wait_until(registered, timeout=60), broker.tail(3000)
             # A new topic changes the broker's data version: its next registration carries it.
             admin.create_topic("PeerRegistered", queues=4)
             assert wait_until(lambda: admin.topic_route("PeerRegistered") is not None, timeout=30)
@@ -83,10 +82,5 @@ def test_peer_broker_registers_topics_and_stays_alive(tmp_path: Path, force_regi
         with Producer("peer-reg-p", addr) as p:
             assert p.send(Message("PeerRegistered", b"x")).msg_id
     finally:
-        broker.terminate()
-        try:
-            broker.wait(30)
-        except subprocess.TimeoutExpired:
-            broker.kill()
-            broker.wait()
+        broker.stop()
         ns.shutdown()

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+from servers import Cluster
 
 from helpers import Collector, fast_config, start_consumer, wait_until
-from peerlib import Cluster, Peer, start_peer
+from peerlib import Peer, compat_cluster, start_peer
 from rocketpy import ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketpy.admin import Admin
 from rocketpy.message import MessageQueue
@@ -271,10 +272,9 @@ def test_transactional_messages_with_a_broker_check(client: str, peers: list[Pee
     if client != "rust":
         pytest.skip("the C++ peer program has no transactional producer")
     # A broker that asks about an open transaction 1 s after its half message was stored.
-    cluster = Cluster(
-        tmp_path / "store",
-        "--set", "transactionCheckInterval=300", "--set", "transactionTimeOut=1000",
-    )  # fmt: skip
+    cluster = compat_cluster(
+        tmp_path / "store", {"transactionCheckInterval": "300", "transactionTimeOut": "1000"}
+    )
     try:
         topic = "Transact-rust"
         states = ["commit", "rollback", "unknown"]

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import random
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from servers import broker, namesrv
-from test_rocketmq_rust_servers import BIN, free_port
+from servers import ServerProcess, broker, free_port, ha_settings, namesrv
+from test_rocketmq_rust_servers import BIN
 
 from helpers import fast_config, pull_bodies, wait_until
 from rocketpy import Message, Producer, SendStatus
@@ -83,21 +81,21 @@ diskSpaceCleanForciblyRatio = 97
 diskSpaceWarningLevelRatio = 98
 {store_lines}"""
         )
-        self.log = open(home / "broker.log", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [BIN / "rocketmq-broker-rust", "-c", str(conf)],
-            env=dict(os.environ, ROCKETMQ_HOME=str(home)),
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
+        # No ready line: the tests wait for what they need of it (a registration, a sync).
+        self.server = ServerProcess(
+            [BIN / "rocketmq-broker-rust", "-c", conf],
+            None,
+            env={"ROCKETMQ_HOME": str(home)},
+            log=home / "broker.log",
+        ).start()
 
     def tail(self) -> str:
-        return (self.home / "broker.log").read_text()[-4000:]
+        """The end of its log, for failure messages."""
+        return self.server.tail()
 
     def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
+        """SIGKILL: a crash (and the clean-up: no stop of a peer is under test)."""
+        self.server.kill()
 
 
 @pytest.fixture
@@ -112,7 +110,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, list]]:  # type: ignore[type-
     finally:
         for s in reversed(servers):
             if isinstance(s, RustBroker):
-                if s.proc.poll() is None:
+                if s.server.running:
                     s.kill()
             else:
                 s.stop()
@@ -175,9 +173,7 @@ def test_rocketmq_rust_slave_of_a_rocketpy_sync_master(tmp_path: Path, cluster) 
         master_port,
         tmp_path / "master",
         {
-            "brokerName": BROKER_NAME,
-            "brokerRole": "SYNC_MASTER",
-            "haListenPort": str(ha_port),
+            **ha_settings(BROKER_NAME, "SYNC_MASTER", ha_port=ha_port),
             "mapedFileSizeCommitLog": str(FILE_SIZE),
         },
     ).start()
@@ -251,12 +247,7 @@ def test_rocketpy_slave_of_a_rocketmq_rust_sync_master(tmp_path: Path, cluster) 
         ns_addr,
         slave_port,
         tmp_path / "slave",
-        {
-            "brokerName": BROKER_NAME,
-            "brokerId": "1",
-            "brokerRole": "SLAVE",
-            "mapedFileSizeCommitLog": str(FILE_SIZE),
-        },
+        {**ha_settings(BROKER_NAME, "SLAVE"), "mapedFileSizeCommitLog": str(FILE_SIZE)},
     ).start()
     servers.append(slave)
     master_log, slave_log = master.store / "commitlog", tmp_path / "slave" / "commitlog"

@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import Cluster, tls_client_settings, tls_server_settings
 from tls_certs import Certs, make_certs
 
-from peerlib import Cluster, Peer, py5, rust
+from peerlib import Peer, compat_cluster, py5, rust
 from rocketpy import Message, Producer
 from rocketpy.admin import Admin
 
@@ -24,20 +25,14 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 
 @pytest.fixture(scope="module")
 def tls_cluster(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    server = (
-        "--set", "tls.server.mode=enforcing",
-        "--set", f"tls.server.certPath={certs.server_cert}",
-        "--set", f"tls.server.keyPath={certs.server_key}",
-    )  # fmt: skip
-    c = Cluster(
+    server = tls_server_settings("enforcing", certs.server_cert, certs.server_key)
+    c = compat_cluster(
         tmp_path_factory.mktemp("peer-tls") / "store",
-        *server,
         # The broker's registrations go over TLS too, checking the name server.
-        "--set", "tls.enable=true", "--set", "tls.client.authServer=true",
-        "--set", f"tls.client.trustCertPath={certs.ca}",
+        {**server, **tls_client_settings(certs.ca)},
         grpc=True,
-        namesrv_args=server,
-    )  # fmt: skip
+        namesrv_settings=server,
+    )
     with Admin(c.namesrv, tls=True, tls_ca_file=str(certs.ca)) as admin:
         for topic in ("PeerTls-rust", "PeerTls-py5"):
             admin.create_topic(topic, queues=2, broker_addrs=[c.broker])

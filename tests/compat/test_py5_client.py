@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import Cluster
 
 from helpers import Collector, fast_config, wait_until
-from peerlib import PEERS, PY5_PYTHON, Cluster, Peer, py5
+from peerlib import PEERS, PY5_PYTHON, Peer, compat_cluster, py5
 from rocketpy import ConsumeFromWhere, Message, Producer, PushConsumer
 from rocketpy.admin import Admin
 from rocketpy.errors import ClientError
@@ -27,13 +28,16 @@ def feature(name: str) -> pytest.MarkDecorator:
 
 @pytest.fixture(scope="module")
 def cluster5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(
+    c = compat_cluster(
         tmp_path_factory.mktemp("compat5") / "store",
-        "--set", "transactionTimeOut=1000", "--set", "transactionCheckInterval=1000",
-        # Push consumers' invisible time (renewed while they work): short, to see renewal.
-        "--set", "defaultInvisibleTimeMills=3000",
+        {
+            "transactionTimeOut": "1000",
+            "transactionCheckInterval": "1000",
+            # Push consumers' invisible time (renewed while they work): short, to see renewal.
+            "defaultInvisibleTimeMills": "3000",
+        },
         grpc=True,
-    )  # fmt: skip
+    )
     yield c
     c.stop()
 
@@ -259,14 +263,17 @@ def test_two_simple_consumers_share_messages_beside_a_4x_group(
     four.register_listener(got)
     four.start()
     try:
+        spec = dict(
+            action="simple_consume", endpoint=cluster5.grpc, group="py5-share", topic=topic,
+            count=40, invisible_s=30, batch=4, await_s=2, timeout=15,
+        )  # fmt: skip
+        consumers = [py5(peers, tmp_path / str(i), **spec) for i in range(2)]
+        # Both wait in receives before anything is sent: on a loaded machine one consumer
+        # would otherwise take all 40 before the other's process is up.
+        assert all(c.wait_for("ready") for c in consumers)
         with Producer("to-py5-share", cluster5.namesrv) as p:
             for i in range(40):
                 p.send(Message(topic, f"s-{i}".encode()))
-        spec = dict(
-            action="simple_consume", endpoint=cluster5.grpc, group="py5-share", topic=topic,
-            count=40, invisible_s=30, batch=4, await_s=2, timeout=10,
-        )  # fmt: skip
-        consumers = [py5(peers, tmp_path / str(i), **spec) for i in range(2)]
         acked = [
             [e["body"] for e in c.finish(timeout=60) if e["event"] == "acked"] for c in consumers
         ]

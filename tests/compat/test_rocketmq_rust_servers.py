@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers import ServerProcess, free_port
 
 from helpers import Collector, fast_config, start_consumer, wait_until
 from rocketpy import (
@@ -46,41 +45,21 @@ features = pytest.mark.features
 pytestmark = [pytest.mark.compat_server]
 
 
-def free_port(span: int = 1) -> int:
-    """A port with `span - 1` free ports below it (the broker also listens at port - 2)."""
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port - span > 1024 and all(_free(p) for p in range(port - span + 1, port)):
-            return port
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 class RustCluster:
-    """rocketmq-rust's name server and broker, as processes."""
+    """rocketmq-rust's name server and broker, as processes (they print no ready line: the
+    broker is ready once it registered)."""
 
     def __init__(self, home: Path) -> None:
         (home / "conf").mkdir(parents=True)
-        env = dict(os.environ, ROCKETMQ_HOME=str(home))
+        env = {"ROCKETMQ_HOME": str(home)}
         ns_port, broker_port, ha_port = free_port(), free_port(3), free_port()
         self.namesrv = f"127.0.0.1:{ns_port}"
-        self.logs = [open(home / "namesrv.log", "w"), open(home / "broker.log", "w")]  # noqa: SIM115
-        self.procs = [
-            subprocess.Popen(
-                [BIN / "rocketmq-namesrv-rust", "--listenPort", str(ns_port),
-                 "--bindAddress", "127.0.0.1", "--rocketmqHome", str(home)],
-                env=env, stdout=self.logs[0], stderr=subprocess.STDOUT,
-            )
-        ]  # fmt: skip
+        namesrv = ServerProcess(
+            [BIN / "rocketmq-namesrv-rust", "--listenPort", str(ns_port),
+             "--bindAddress", "127.0.0.1", "--rocketmqHome", str(home)],
+            None, env=env, log=home / "namesrv.log",
+        )  # fmt: skip
+        self.servers = [namesrv.start()]
         conf = home / "broker.conf"
         conf.write_text(
             "\n".join(
@@ -99,32 +78,27 @@ class RustCluster:
                 ]
             )
         )
-        self.procs.append(
-            subprocess.Popen(
-                [BIN / "rocketmq-broker-rust", "-c", str(conf)],
-                env=env, stdout=self.logs[1], stderr=subprocess.STDOUT,
-            )
-        )  # fmt: skip
-        with Admin(self.namesrv) as admin:
+        broker = ServerProcess(
+            [BIN / "rocketmq-broker-rust", "-c", conf], None, env=env, log=home / "broker.log"
+        )
+        self.servers.append(broker.start())
+        try:
+            with Admin(self.namesrv) as admin:
 
-            def registered() -> bool:
-                try:
-                    return bool(admin.master_addrs())
-                except Exception:
-                    return False
+                def registered() -> bool:
+                    try:
+                        return bool(admin.master_addrs())
+                    except Exception:
+                        return False
 
-            assert wait_until(registered, timeout=60), (home / "broker.log").read_text()[-3000:]
+                assert wait_until(registered, timeout=60), broker.tail(3000)
+        except BaseException:
+            self.stop()  # the fixture that would stop them never gets the cluster
+            raise
 
     def stop(self) -> None:
-        for p in reversed(self.procs):
-            p.terminate()
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        for log in self.logs:
-            log.close()
+        for server in reversed(self.servers):
+            server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 
-from servers import broker, free_port, namesrv  # noqa: E402
+from servers import RETRY_IN_A_SECOND, broker, free_port, namesrv  # noqa: E402
 
 from rocketpy.admin import Admin  # noqa: E402
 
@@ -102,8 +102,7 @@ def main() -> int:
     ns_addr = f"127.0.0.1:{ns_port}"
     ns = namesrv(ns_port).start()
     # Retries come back after a second (level 1..18 all 1 s) so the drain is short.
-    settings = {"messageDelayLevel": " ".join(["1s"] * 18)}
-    br = broker(ns_addr, broker_port, folder / "store", settings).start()
+    br = broker(ns_addr, broker_port, folder / "store", RETRY_IN_A_SECOND).start()
     with Admin(ns_addr) as admin:
         admin.create_topic("SoakTopic", queues=8)
         admin.create_topic("SoakOrdered", queues=8)

@@ -139,24 +139,33 @@ def test_read_vs_parquet_benchmark_runs():
     assert "parquet/rocketmq online = " in out.stdout
 
 
+def run_scripts(*runs: list[str]) -> list[tuple[str, str]]:
+    """Runs the scripts ``runs`` (each ``[path, arg, ...]``) in one Python process, one JVM
+    (see ``run_scripts.py``); each run's stdout and stderr. Fails on the first that fails."""
+    runner = Path(__file__).with_name("run_scripts.py")
+    out = subprocess.run(
+        [sys.executable, str(runner), json.dumps(runs)], capture_output=True, text=True, timeout=900
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    from run_scripts import sections
+
+    return list(zip(sections(out.stdout, len(runs)), sections(out.stderr, len(runs)), strict=True))
+
+
 def test_examples_run_against_a_server(shared_dev, tmp_path):
     create(shared_dev, "SparkExamples", 2)
     send(shared_dev, "SparkExamples", [f"e{i}".encode() for i in range(50)], tags="Ex")
     examples = Path(__file__).parents[2] / "spark" / "examples"
     common = ["--namesrv", shared_dev.namesrv, "--topic", "SparkExamples"]
-    batch = subprocess.run(
-        [sys.executable, str(examples / "batch_to_parquet.py"), *common, "--out", str(tmp_path / "b")],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert batch.returncode == 0, batch.stderr[-3000:]
-    assert "Ex" in batch.stdout and "50" in batch.stdout
-    for _ in range(2):  # the second run finds nothing new: its output does not grow
-        stream = subprocess.run(
-            [sys.executable, str(examples / "streaming_with_checkpoint.py"), *common,
-             "--out", str(tmp_path / "s"), "--checkpoint", str(tmp_path / "ck"), "--available-now"],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        assert stream.returncode == 0, stream.stderr[-3000:]
+    stream = [str(examples / "streaming_with_checkpoint.py"), *common,
+              "--out", str(tmp_path / "s"), "--checkpoint", str(tmp_path / "ck"), "--available-now"]  # fmt: skip
+    (batch, _), _, _ = run_scripts(
+        [str(examples / "batch_to_parquet.py"), *common, "--out", str(tmp_path / "b")],
+        # The second run finds nothing new: its output does not grow.
+        stream,
+        stream,
+    )
+    assert "Ex" in batch and "50" in batch
     import pyarrow.parquet as pq
 
     table = pq.read_table(tmp_path / "s")
@@ -171,13 +180,11 @@ def test_enrich_example_joins_a_parquet_table_into_another_topic(shared_dev, tmp
     send(shared_dev, "SparkOrders", [json.dumps(o).encode() for o in orders])
     example = Path(__file__).parents[2] / "spark" / "examples" / "enrich_with_parquet.py"
     args = [
-        sys.executable, str(example), "--namesrv", shared_dev.namesrv, "--topic", "SparkOrders",
+        str(example), "--namesrv", shared_dev.namesrv, "--topic", "SparkOrders",
         "--out-topic", "SparkOrdersPriced", "--products", str(tmp_path / "products"),
         "--checkpoint", str(tmp_path / "ck"), "--available-now",
     ]  # fmt: skip
-    for extra in (["--write-demo-products"], []):  # the second run finds nothing new
-        run = subprocess.run([*args, *extra], capture_output=True, text=True, timeout=600)
-        assert run.returncode == 0, run.stderr[-3000:]
+    run_scripts([*args, "--write-demo-products"], args)  # the second run finds nothing new
     out = []
     with Admin(shared_dev.namesrv) as admin:
         stats = admin.topic_stats("SparkOrdersPriced")

@@ -14,9 +14,8 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 from pyspark.sql import functions as F  # noqa: E402
+from servers import dev  # noqa: E402
 from test_spark import create, online, send  # noqa: E402
-
-from devserver import DevProcess  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -24,11 +23,11 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def tx_dev(tmp_path_factory: pytest.TempPathFactory):
     store = tmp_path_factory.mktemp("spark-tx") / "store"
-    dev = DevProcess(
-        store, "--set", "transactionCheckInterval=300", "--set", "transactionTimeOut=500"
+    server = dev(
+        store, settings={"transactionCheckInterval": "300", "transactionTimeOut": "500"}
     ).start()
-    yield dev
-    assert dev.stop() == 0, "".join(dev.stderr)
+    yield server
+    assert server.stop() == 0, server.text()
 
 
 def write(df, dev, topic: str) -> None:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from servers import Cluster, acl_settings
 
-from devserver import HOST_DISK_SETTINGS
 from helpers import Collector, fast_config, wait_until
 from rocketpy import (
     ConsumeFromWhere,
@@ -24,7 +24,7 @@ from rocketpy import (
     SessionCredentials,
     TransactionProducer,
 )
-from rocketpy._native import Broker, NameServer, RemotingClient
+from rocketpy._native import RemotingClient
 from rocketpy.admin import Admin
 from rocketpy.errors import BrokerResponseError, ClientError
 from rocketpy.mqadmin import main
@@ -66,33 +66,20 @@ def acl_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AclCluster
     home = tmp_path_factory.mktemp("acl")
     acl_file = home / "plain_acl.yml"
     acl_file.write_text(ACL)
-    acl = {"aclEnable": "true", "aclFile": str(acl_file)}
-    ns = NameServer.start("127.0.0.1", 0, config=acl)
-    broker = Broker.start(
-        None,
-        {
-            **acl,
-            "namesrvAddr": ns.address,
-            "listenPort": "0",
-            "bindAddress": "127.0.0.1",
-            "brokerIP1": "127.0.0.1",
-            "storePathRootDir": str(home / "store"),
-            "mapedFileSizeCommitLog": str(16 << 20),
-            **HOST_DISK_SETTINGS,
-            # The broker signs its registrations: an admin account of the name server's ACL.
-            "accessKey": ADMIN.access_key,
-            "secretKey": ADMIN.secret_key,
-        },
+    cluster = Cluster(
+        home / "store",
+        # The broker signs its registrations: an admin account of the name server's ACL.
+        acl_settings(acl_file, signer=(ADMIN.access_key, ADMIN.secret_key)),
+        namesrv_settings=acl_settings(acl_file),
     )
     try:
-        with Admin(ns.address, credentials=ADMIN) as admin:
+        with Admin(cluster.namesrv, credentials=ADMIN) as admin:
             assert wait_until(lambda: admin.master_addrs(), timeout=10), "never registered"
             for topic in ("AclOrders", "AclShared", "AclOther", "AclSecret"):
                 admin.create_topic(topic, queues=2)
-        yield AclCluster(ns.address, broker.broker_addr, acl_file)
+        yield AclCluster(cluster.namesrv, cluster.broker, acl_file)
     finally:
-        broker.shutdown()
-        ns.shutdown()
+        cluster.stop()
 
 
 def send_header(topic: str) -> dict[str, object]:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from rmq_wire import Frame, Wire, encode
+from servers import dev
 from test_conformance import (
     GET_MAX_OFFSET,
     PULL_MESSAGE,
@@ -19,13 +20,11 @@ from test_conformance import (
     send_v2,
 )
 
-from devserver import DevProcess
-
 SYSTEM_BUSY = 2
 
 
 def test_sends_waiting_too_long_get_system_busy(tmp_path):
-    dev = DevProcess(tmp_path / "store", "--set", "waitTimeMillsInSendQueue=1").start()
+    server = dev(tmp_path / "store", settings={"waitTimeMillsInSendQueue": "1"}).start()
     try:
         n = 40_000
         fields = {
@@ -39,7 +38,7 @@ def test_sends_waiting_too_long_get_system_busy(tmp_path):
             "h": "0",
             "i": "",
         }
-        with Wire(dev.broker, timeout=60, rcvbuf=4096) as w:
+        with Wire(server.broker, timeout=60, rcvbuf=4096) as w:
             # Create the topic first, then pipeline many sends while not reading answers for
             # a while: the answers fill the socket and the broker's write queue, so the
             # requests it has already read wait behind them - longer than 1 ms, whatever
@@ -63,7 +62,7 @@ def test_sends_waiting_too_long_get_system_busy(tmp_path):
             )
             assert stored == 1 + codes.count(SUCCESS), "exactly the accepted sends were stored"
     finally:
-        assert dev.stop() == 0
+        assert server.stop() == 0
 
 
 def rss_kb(pid: int) -> int:
@@ -78,10 +77,9 @@ def test_a_peer_that_reads_no_answers_holds_bounded_memory(tmp_path):
     such a peer): the broker reads requests only while it owes the peer less than
     writeBufferHighWaterMark, so its memory stays near where it was, and every answer arrives
     once the peer reads."""
-    dev = DevProcess(tmp_path / "store").start()
+    server = dev(tmp_path / "store").start()
     try:
-        assert dev.proc is not None
-        with Wire(dev.broker, timeout=60) as w:
+        with Wire(server.broker, timeout=60) as w:
             assert create_topic(w, "PinTopic", queues=1).code == SUCCESS
             for _ in range(4):
                 assert send_v2(w, "PinTopic", b"p" * (250 << 10)).code == SUCCESS
@@ -93,19 +91,19 @@ def test_a_peer_that_reads_no_answers_holds_bounded_memory(tmp_path):
             "expressionType": "TAG",
         }  # fmt: skip
         frames = b"".join(encode(Frame(PULL_MESSAGE, fields, opaque=200_000 + i)) for i in range(n))
-        before = rss_kb(dev.proc.pid)
-        with Wire(dev.broker, timeout=60, rcvbuf=4096) as w:
+        before = rss_kb(server.pid)
+        with Wire(server.broker, timeout=60, rcvbuf=4096) as w:
             w.send_raw(frames)
             # Give the broker time to read and answer all it will: with no bound it would
             # build every answer (500 MB) now.
             grown = 0
             for _ in range(30):
                 time.sleep(0.1)
-                grown = max(grown, rss_kb(dev.proc.pid) - before)
+                grown = max(grown, rss_kb(server.pid) - before)
             assert grown < 100 * 1024, f"the broker grew {grown} KiB for a peer that reads nothing"
             answers = [w.read_frame() for _ in range(n)]
             assert {a.code for a in answers} == {SUCCESS}
             assert all(len(a.body) > 250 << 10 for a in answers)
             assert [a.opaque for a in answers] == [200_000 + i for i in range(n)]
     finally:
-        assert dev.stop() == 0
+        assert server.stop() == 0

@@ -7,6 +7,7 @@ import json
 import time
 
 from rmq_wire import Wire
+from servers import dev
 from test_conformance import (
     GET_CONSUMER_LIST_BY_GROUP,
     HEART_BEAT,
@@ -17,31 +18,26 @@ from test_conformance import (
     send_v2,
 )
 
-from devserver import DevProcess
-
 MESSAGE_ILLEGAL = 13
 
 
 def test_read_only_broker_refuses_sends(tmp_path):
-    dev = DevProcess(tmp_path / "store", "--set", "brokerPermission=4").start()
+    server = dev(tmp_path / "store", settings={"brokerPermission": "4"}).start()
     try:
-        with Wire(dev.broker) as w:
+        with Wire(server.broker) as w:
             r = send_v2(w, "AnyTopic", b"x")
             assert r.code == NO_PERMISSION and "forbidden" in (r.remark or "")
     finally:
-        assert dev.stop() == 0
+        assert server.stop() == 0
 
 
 def test_topic_permissions_and_consumer_expiry(tmp_path):
-    dev = DevProcess(
+    server = dev(
         tmp_path / "store",
-        "--set",
-        "channelExpiredTimeout=1000",
-        "--set",
-        "flushConsumerOffsetInterval=200",
+        settings={"channelExpiredTimeout": "1000", "flushConsumerOffsetInterval": "200"},
     ).start()
     try:
-        with Wire(dev.broker) as w:
+        with Wire(server.broker) as w:
             assert create_topic(w, "ReadOnly", queues=1, perm=4).code == SUCCESS
             assert send_v2(w, "ReadOnly", b"x").code == NO_PERMISSION
             assert create_topic(w, "WriteOnly", queues=1, perm=2).code == SUCCESS
@@ -58,8 +54,8 @@ def test_topic_permissions_and_consumer_expiry(tmp_path):
             assert w.call(GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "expiring"}).code == SUCCESS
             # The heartbeat connection stays open (and silent): only expiry can remove it.
             time.sleep(2.5)
-            with Wire(dev.broker) as other:
+            with Wire(server.broker) as other:
                 gone = other.call(GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": "expiring"})
                 assert gone.code != SUCCESS, "no heartbeat within channelExpiredTimeout: removed"
     finally:
-        assert dev.stop() == 0
+        assert server.stop() == 0

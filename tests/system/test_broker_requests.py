@@ -7,8 +7,8 @@ import time
 
 import pytest
 from rmq_wire import Wire
+from servers import HOST_DISK_SETTINGS
 
-from devserver import HOST_DISK_SETTINGS
 from helpers import wait_until
 from rocketpy import Message, Producer
 from rocketpy._native import Broker, InvalidArgumentError, NameServer, RemotingClient

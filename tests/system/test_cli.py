@@ -6,48 +6,19 @@ from __future__ import annotations
 import json
 import re
 import signal
-import socket
 import subprocess
 import sys
-import threading
 
-from devserver import HOST_DISK_SETTINGS
+from servers import BROKER_READY, HOST_DISK_SETTINGS, free_port, namesrv, rocketpy_process
+
 from rocketpy import Message, Producer
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(*args: str) -> tuple[subprocess.Popen[bytes], str]:
-    """Starts a server and returns its first line. The pipe is unbuffered, so reading that
-    line takes nothing beyond it from what ``stop`` reads later."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rocketpy", "--log-level", "warn", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        bufsize=0,
-    )
-    out: list[bytes] = []
-    t = threading.Thread(target=lambda: out.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    t.start()
-    t.join(60)
-    return proc, out[0].decode() if out else ""
-
-
-def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> tuple[int, str]:
-    proc.send_signal(sig)
-    stdout, stderr = proc.communicate(timeout=30)
-    return proc.returncode, (stdout + stderr).decode(errors="replace")
 
 
 def test_namesrv_and_broker_with_conf_file(tmp_path):
     ns_port = free_port()
-    namesrv, line = start("namesrv", "--host", "127.0.0.1", "--port", str(ns_port))
+    ns = namesrv(ns_port).start()
     try:
-        assert f"127.0.0.1:{ns_port}" in line, line
+        assert f"127.0.0.1:{ns_port}" in ns.ready_line, ns.ready_line
         conf = tmp_path / "broker.conf"
         conf.write_text(
             "# RocketMQ broker.conf\n"
@@ -61,25 +32,28 @@ def test_namesrv_and_broker_with_conf_file(tmp_path):
             "unknownKeyIsIgnored=1\n" + "".join(f"{k}={v}\n" for k, v in HOST_DISK_SETTINGS.items())
         )
         store = tmp_path / "store"
-        broker, line = start(
+        # Configured by the file alone (servers.broker() would add its own keys).
+        broker = rocketpy_process(
             "broker", "-n", f"127.0.0.1:{ns_port}", "-c", str(conf),
             "--host", "127.0.0.1", "--port", "0", "--store-dir", str(store),
-        )  # fmt: skip
+            ready=BROKER_READY,
+        ).start()  # fmt: skip
         try:
+            line = broker.ready_line
             assert re.search(r"listening on 127\.0\.0\.1:\d+ as 127\.0\.0\.1:\d+", line), line
             with Producer("cli-producer", f"127.0.0.1:{ns_port}", default_topic_queue_nums=8) as p:
                 r = p.send(Message("CliTopic", b"x"))
                 assert r.message_queue.broker_name == "broker-t"
                 assert len(p.message_queues("CliTopic")) == 2, "min(client 8, template 2)"
         finally:
-            code, output = stop(broker)
-            assert code == 0, output
-            assert "rocketpy broker stopped" in output
+            code = broker.stop()
+            assert code == 0, broker.text()
+            assert "rocketpy broker stopped" in broker.text()
         topics = json.loads((store / "config" / "topics.json").read_text())["topicConfigTable"]
         assert {"TestCluster", "broker-t", "CliTopic"} <= set(topics)
     finally:
-        code, output = stop(namesrv, signal.SIGINT)
-        assert code == 0, output
+        code = ns.stop(signum=signal.SIGINT)
+        assert code == 0, ns.text()
 
 
 def test_bad_config_is_a_clear_error(tmp_path):

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import ServerProcess, dev
 
-from devserver import DevProcess
 from helpers import Collector, fast_config, start_consumer, wait_until
 from rocketpy import (
     ConsumeFromWhere,
@@ -36,11 +36,11 @@ UNKNOW = LocalTransactionState.UNKNOW
 def tx_dev(tmp_path_factory: pytest.TempPathFactory):
     """A ``rocketpy dev`` that checks open transactions every 200 ms after 500 ms."""
     store = tmp_path_factory.mktemp("tx") / "store"
-    dev = DevProcess(
-        store, "--set", "transactionCheckInterval=200", "--set", "transactionTimeOut=500"
+    server = dev(
+        store, settings={"transactionCheckInterval": "200", "transactionTimeOut": "500"}
     ).start()
-    yield dev
-    assert dev.stop() == 0, "".join(dev.stderr)
+    yield server
+    assert server.stop() == 0, server.text()
 
 
 class Ledger:
@@ -76,7 +76,7 @@ def collect(namesrv: str, topic: str) -> Collector:
     return got
 
 
-def test_outcomes_commit_once_roll_back_or_are_checked(tx_dev: DevProcess):
+def test_outcomes_commit_once_roll_back_or_are_checked(tx_dev: ServerProcess):
     topic = f"Tx{uuid.uuid4().hex[:6]}"
     ledger = Ledger(
         {"commit": COMMIT, "rollback": ROLLBACK, "raised": RuntimeError("db down"),
@@ -112,7 +112,7 @@ def test_outcomes_commit_once_roll_back_or_are_checked(tx_dev: DevProcess):
 
 
 def test_a_killed_producer_is_answered_for_by_another_of_its_group(
-    tx_dev: DevProcess, tmp_path: Path
+    tx_dev: ServerProcess, tmp_path: Path
 ):
     topic = f"TxKill{uuid.uuid4().hex[:6]}"
     script = textwrap.dedent(
@@ -147,7 +147,7 @@ def test_a_killed_producer_is_answered_for_by_another_of_its_group(
         got.consumer.shutdown()  # type: ignore[attr-defined]
 
 
-def test_asyncio_producer_with_coroutine_listener(tx_dev: DevProcess):
+def test_asyncio_producer_with_coroutine_listener(tx_dev: ServerProcess):
     import asyncio
 
     from rocketpy.aio import AsyncTransactionProducer

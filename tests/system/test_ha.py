@@ -10,7 +10,7 @@ import threading
 import time
 from collections import Counter
 
-from servers import broker, free_port, namesrv
+from servers import broker, free_port, ha_settings, namesrv
 
 from helpers import Collector, fast_config, pull_bodies, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, Message, Producer, SendStatus
@@ -23,18 +23,15 @@ TOPIC = "HaTopic"
 
 def group(ns_addr: str, name: str, tmp_path, role: str = "SYNC_MASTER"):  # type: ignore[no-untyped-def]
     """A master and its slave of broker group ``name`` (explicit HA ports: free ones)."""
-    common = {"brokerName": name, "slaveTimeout": "3000"}
+    common = {"slaveTimeout": "3000"}
     master = broker(
         ns_addr,
         free_port(),
         tmp_path / f"{name}-master",
-        {**common, "brokerRole": role, "haListenPort": str(free_port())},
+        {**common, **ha_settings(name, role, ha_port=free_port())},
     )
     slave = broker(
-        ns_addr,
-        free_port(),
-        tmp_path / f"{name}-slave",
-        {**common, "brokerRole": "SLAVE", "brokerId": "1"},
+        ns_addr, free_port(), tmp_path / f"{name}-slave", {**common, **ha_settings(name, "SLAVE")}
     )
     return master.start(), slave.start()
 
@@ -114,7 +111,7 @@ def test_consumers_ride_through_a_masters_death(tmp_path):
 
         # Master a returns: the consumer commits its progress on a's queues to it again.
         master_a.start()
-        master_a_addr = f"127.0.0.1:{master_a.args[master_a.args.index('--port') + 1]}"
+        master_a_addr = master_a.broker
         assert wait_until(
             lambda: committed(master_a_addr, "ha-c", 4) == queue_ends(master_a_addr, 4),
             timeout=60,
@@ -180,7 +177,7 @@ def test_sync_master_killed_at_random_moments_loses_nothing_on_its_slave(tmp_pat
     ns_addr = f"127.0.0.1:{ns_port}"
     ns = namesrv(ns_port).start()
     master, slave = group(ns_addr, "broker-a", tmp_path)
-    slave_addr = f"127.0.0.1:{slave.args[slave.args.index('--port') + 1]}"
+    slave_addr = slave.broker
     rng = random.Random(7)
     acked: set[bytes] = set()
     # `make ha-crash-loop` runs many more (HA_CRASH_CYCLES).

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from rmq_wire import Wire
-from servers import ServerProcess, broker, free_port, namesrv
+from servers import ServerProcess, acl_settings, broker, free_port, namesrv
 
 HEART_BEAT, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ = 34, 41, 42
 REGISTER_BROKER, QUERY_DATA_VERSION, GET_ROUTEINFO_BY_TOPIC = 103, 322, 105
@@ -59,25 +59,22 @@ def servers(
     request, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, ServerProcess]]:
     home = tmp_path_factory.mktemp(request.param)
-    settings: dict[str, str] = {}
+    ns_settings: dict[str, str] = {}
+    broker_settings: dict[str, str] = {}
     if request.param == "acl-on":
         (home / "plain_acl.yml").write_text(ACL)
-        settings = {"aclEnable": "true", "aclFile": str(home / "plain_acl.yml")}
+        ns_settings = acl_settings(home / "plain_acl.yml")
+        # The broker registers as the admin account when the name server checks signatures.
+        broker_settings = acl_settings(
+            home / "plain_acl.yml", signer=("admin-account", "admin-secret")
+        )
     ns_port = free_port()
-    ns = namesrv(ns_port)
-    ns.args += [f"--set={k}={v}" for k, v in settings.items()]
-    ns.start()
-    # The broker registers as the admin account when the name server checks signatures.
-    signer = {"accessKey": "admin-account", "secretKey": "admin-secret"} if settings else {}
-    br = broker(f"127.0.0.1:{ns_port}", free_port(), home / "store", {**settings, **signer})
+    ns = namesrv(ns_port, ns_settings).start()
+    br = broker(f"127.0.0.1:{ns_port}", free_port(), home / "store", broker_settings)
     br.start()
     yield {"namesrv": ns, "broker": br}
     br.stop()
     ns.stop()
-
-
-def addr(proc: ServerProcess) -> str:
-    return f"127.0.0.1:{proc.args[proc.args.index('--port') + 1]}"
 
 
 def send_hostile(address: str, code: int, body: bytes) -> None:
@@ -89,7 +86,7 @@ def send_hostile(address: str, code: int, body: bytes) -> None:
 
 
 def served(proc: ServerProcess, is_broker: bool) -> None:
-    with Wire(addr(proc), timeout=30) as w:
+    with Wire(proc.address, timeout=30) as w:
         if is_broker:
             resp = w.call(GET_MAX_OFFSET, {"topic": "TBW102", "queueId": "0"})
         else:
@@ -113,8 +110,8 @@ def test_hostile_bodies_cost_bounded_memory(servers, server: str, code: int):
     proc = servers[server]
     before = peak_kb(proc.pid)
     for name, body in bodies().items():
-        send_hostile(addr(proc), code, body)
+        send_hostile(proc.address, code, body)
         served(proc, server == "broker")
         grown = peak_kb(proc.pid) - before
         assert grown < MAX_GROWTH_KB, f"{name} to code {code}: peak memory grew {grown} KiB"
-    assert proc.proc is not None and proc.proc.poll() is None, "".join(proc.output)
+    assert proc.running, proc.text()

@@ -7,9 +7,8 @@ import threading
 import time
 
 from rmq_wire import Wire
+from servers import HOST_DISK_SETTINGS
 from test_conformance import PULL_NOT_FOUND, SUCCESS, create_topic, pull, send_v2
-
-from devserver import HOST_DISK_SETTINGS
 
 
 def test_held_pull_wakes_on_arrival_and_times_out_when_idle(dev_server):

@@ -8,9 +8,9 @@ import time
 import zlib
 
 from rmq_wire import Wire
+from servers import HOST_DISK_SETTINGS
 from test_conformance import GET_ROUTEINFO_BY_TOPIC, REGISTER_BROKER, SUCCESS, TOPIC_NOT_EXIST
 
-from devserver import HOST_DISK_SETTINGS
 from helpers import wait_until
 from rocketpy import Message, Producer
 from rocketpy._native import Broker, NameServer

@@ -11,13 +11,12 @@ import socket
 import ssl
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from servers import Cluster, tls_client_settings, tls_server_settings
 from tls_certs import Certs, make_certs
 
-from devserver import HOST_DISK_SETTINGS
 from helpers import Collector, fast_config, wait_until
 from rocketpy import ConsumeFromWhere, Message, Producer, PushConsumer, TlsOptions
 from rocketpy._native import Broker, NameServer
@@ -32,62 +31,30 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
 
 
 def server_keys(certs: Certs, mode: str, **more: str) -> dict[str, str]:
-    return {
-        "tls.server.mode": mode,
-        "tls.server.certPath": str(certs.server_cert),
-        "tls.server.keyPath": str(certs.server_key),
-        **more,
-    }
+    return tls_server_settings(mode, certs.server_cert, certs.server_key, **more)
 
 
-@dataclass
-class Cluster:
-    namesrv: str
-    broker: str
-
-
-def start_cluster(certs: Certs, home: Path, mode: str, **more: str) -> tuple[NameServer, Broker]:
-    ns = NameServer.start("127.0.0.1", 0, config=server_keys(certs, mode, **more))
-    broker = Broker.start(
-        None,
-        {
-            **server_keys(certs, mode, **more),
-            # The broker's own connections (its registrations) use TLS and check the name
-            # server's certificate.
-            "tls.enable": "true",
-            "tls.client.authServer": "true",
-            "tls.client.trustCertPath": str(certs.ca),
-            **(
-                {
-                    "tls.client.certPath": str(certs.client_cert),
-                    "tls.client.keyPath": str(certs.client_key),
-                }
-                if "tls.server.need.client.auth" in more
-                else {}
-            ),
-            "namesrvAddr": ns.address,
-            "listenPort": "0",
-            "bindAddress": "127.0.0.1",
-            "brokerIP1": "127.0.0.1",
-            "storePathRootDir": str(home / "store"),
-            "mapedFileSizeCommitLog": str(16 << 20),
-            **HOST_DISK_SETTINGS,
-        },
+def start_cluster(certs: Certs, home: Path, mode: str, **more: str) -> Cluster:
+    """A name server and a broker serving TLS in ``mode``, as processes."""
+    server = server_keys(certs, mode, **more)
+    # The broker's own connections (its registrations) use TLS and check the name server's
+    # certificate; a name server that requires client certificates gets the broker's.
+    own = (certs.client_cert, certs.client_key) if "tls.server.need.client.auth" in more else ()
+    return Cluster(
+        home / "store", {**server, **tls_client_settings(certs.ca, *own)}, namesrv_settings=server
     )
-    return ns, broker
 
 
 @pytest.fixture(scope="module")
 def enforcing(certs: Certs, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    ns, broker = start_cluster(certs, tmp_path_factory.mktemp("enforcing"), "enforcing")
+    cluster = start_cluster(certs, tmp_path_factory.mktemp("enforcing"), "enforcing")
     try:
-        with Admin(ns.address, tls=True, tls_ca_file=str(certs.ca)) as admin:
+        with Admin(cluster.namesrv, tls=True, tls_ca_file=str(certs.ca)) as admin:
             assert wait_until(lambda: admin.master_addrs(), timeout=10), "never registered"
             admin.create_topic("TlsTopic", queues=2)
-        yield Cluster(ns.address, broker.broker_addr)
+        yield cluster
     finally:
-        broker.shutdown()
-        ns.shutdown()
+        cluster.stop()
 
 
 def test_clients_send_and_consume_over_tls(enforcing: Cluster, certs: Certs):
@@ -186,40 +153,38 @@ def test_openssl_clients_speak_rocketmq_over_tls(enforcing: Cluster, certs: Cert
 
 
 def test_permissive_serves_tls_and_plain(certs: Certs, tmp_path: Path):
-    ns, broker = start_cluster(certs, tmp_path, "permissive")
+    cluster = start_cluster(certs, tmp_path, "permissive")
     try:
-        with Admin(ns.address, tls=True, tls_ca_file=str(certs.ca)) as admin:
+        with Admin(cluster.namesrv, tls=True, tls_ca_file=str(certs.ca)) as admin:
             assert wait_until(lambda: admin.master_addrs(), timeout=10)
             admin.create_topic("Mixed", queues=1)
-        with Producer("plain-producer", ns.address) as p:
+        with Producer("plain-producer", cluster.namesrv) as p:
             p.send(Message("Mixed", b"plain"))
-        with Producer("tls-producer", ns.address, tls=True, tls_ca_file=str(certs.ca)) as p:
+        with Producer("tls-producer", cluster.namesrv, tls=True, tls_ca_file=str(certs.ca)) as p:
             p.send(Message("Mixed", b"tls"))
-        with Admin(ns.address) as admin:
+        with Admin(cluster.namesrv) as admin:
             mq = next(iter(admin.topic_stats("Mixed")))
             assert {m.body for m in admin.pull_messages(mq, 0, 32)} == {b"plain", b"tls"}
     finally:
-        broker.shutdown()
-        ns.shutdown()
+        cluster.stop()
 
 
 def test_client_certificates_when_required(certs: Certs, tmp_path: Path):
     more = {"tls.server.need.client.auth": "require", "tls.server.trustCertPath": str(certs.ca)}
-    ns, broker = start_cluster(certs, tmp_path, "enforcing", **more)
+    cluster = start_cluster(certs, tmp_path, "enforcing", **more)
     try:
         with_cert = TlsOptions(
             ca_file=str(certs.ca), cert_file=str(certs.client_cert), key_file=str(certs.client_key)
         )
-        with Admin(ns.address, tls=with_cert) as admin:
+        with Admin(cluster.namesrv, tls=with_cert) as admin:
             assert wait_until(lambda: admin.master_addrs(), timeout=10), "the broker's own cert"
         with (
-            Admin(ns.address, timeout_ms=2000, tls=True, tls_ca_file=str(certs.ca)) as admin,
+            Admin(cluster.namesrv, timeout_ms=2000, tls=True, tls_ca_file=str(certs.ca)) as admin,
             pytest.raises(RocketpyError),
         ):
             admin.master_addrs()
     finally:
-        broker.shutdown()
-        ns.shutdown()
+        cluster.stop()
 
 
 def test_bad_tls_settings_stop_the_start_with_a_reason(certs: Certs, tmp_path: Path):

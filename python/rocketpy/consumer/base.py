@@ -12,19 +12,24 @@ from __future__ import annotations
 import abc
 import dataclasses
 import datetime as dt
-import enum
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocketpy._native import MessageExt, RemotingResponse, java_string_hash
+from rocketpy._native import MessageExt, RemotingResponse
 from rocketpy._util import json_body, now_millis
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
+from rocketpy.consumer.model import (
+    ConsumeFromWhere,
+    MessageModel,
+    PullRequest,
+    Subscription,
+    _millis,
+)
 from rocketpy.consumer.offset_store import (
     UNKNOWN,
     LocalFileOffsetStore,
@@ -37,90 +42,14 @@ from rocketpy.credentials import SessionCredentials, credentials_of
 from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
 from rocketpy.metrics import METRICS, lag_of
-from rocketpy.protocol import MASTER_ID, PullSysFlag, RequestCode, ResponseCode, retry_topic
 from rocketpy.protocol import Property as P
+from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode, retry_topic
 from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import check_group, check_topic
 
 log = logging.getLogger("rocketpy.consumer")
 
-
-class MessageModel(enum.Enum):
-    """How a group shares messages."""
-
-    #: Each message goes to one member; queues are shared among members; offsets on brokers.
-    CLUSTERING = "CLUSTERING"
-    #: Every member gets every message; offsets in a local file.
-    BROADCASTING = "BROADCASTING"
-
-
-class ConsumeFromWhere(enum.Enum):
-    """Where a group with no committed offset starts (the broker may still answer 0 for a
-    young queue whose first message is in memory, as RocketMQ does)."""
-
-    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
-    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
-    #: From the first message stored at or after ``consume_timestamp``.
-    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
-
-
-@dataclass
-class Subscription:
-    """A topic and its tag expression (``*`` or ``TagA || TagB``)."""
-
-    topic: str
-    expression: str
-    tags: frozenset[str]
-    version: int = field(default_factory=now_millis)
-
-    @staticmethod
-    def parse(topic: str, expression: str | None) -> Subscription:
-        """The subscription to ``expression``, sent to brokers without blanks (``A||B``):
-        rocketmq-rust's broker hashes the untrimmed tags of ``A || B`` and then filters out
-        every message; brokers that trim read both spellings alike."""
-        expr = (expression or "*").strip() or "*"
-        if expr == "*":
-            return Subscription(topic, expr, frozenset())
-        ordered = list(dict.fromkeys(t.strip() for t in expr.split("||") if t.strip()))
-        return Subscription(topic, "||".join(ordered) or "*", frozenset(ordered))
-
-    def matches(self, msg: MessageExt) -> bool:
-        """Exact tag match (the broker filters by tag hash, which can collide)."""
-        return not self.tags or msg.tags in self.tags
-
-    def data(self) -> dict[str, Any]:
-        """``SubscriptionData`` JSON for heartbeats."""
-        tags = sorted(self.tags)
-        return {
-            "classFilterMode": False,
-            "topic": self.topic,
-            "subString": self.expression,
-            "tagsSet": tags,
-            "codeSet": [java_string_hash(t) for t in tags],
-            "subVersion": self.version,
-            "expressionType": "TAG",
-        }
-
-
-@dataclass
-class PullRequest:
-    """The pull state of one assigned queue."""
-
-    mq: MessageQueue
-    pq: ProcessQueue
-    next_offset: int
-    #: The broker id to pull from: the broker's last ``suggestWhichBrokerId`` (RocketMQ's
-    #: pullFromWhichNodeTable), the master's at first.
-    pull_from: int = MASTER_ID
-    #: The queue's max offset on the broker at the last pull answer (-1: none yet), for
-    #: the consume-lag metric.
-    broker_max: int = -1
-
-
-def _millis(when: dt.datetime | int | float) -> int:
-    if isinstance(when, dt.datetime):
-        return int(when.timestamp() * 1000)
-    return int(when)
+__all__ = ["ConsumeFromWhere", "ConsumerBase", "MessageModel", "PullRequest", "Subscription"]
 
 
 class ConsumerBase(abc.ABC):

@@ -403,17 +403,10 @@ async fn spawn_services(
     let signal = services.stop_signal();
     let stop = || signal.clone();
     match ha_listener {
-        Some(listener) => {
-            let serve = ha::master::serve(inner.clone(), listener, stop());
-            services.spawn(serve);
-        }
+        Some(listener) => services.spawn(ha::master::serve(inner.clone(), listener, stop())),
         None => {
-            let (slave, sync) = (
-                ha::slave::run(inner.clone(), stop()),
-                ha::sync::run(inner.clone(), stop()),
-            );
-            services.spawn(slave);
-            services.spawn(sync);
+            services.spawn(ha::slave::run(inner.clone(), stop()));
+            services.spawn(ha::sync::run(inner.clone(), stop()));
         }
     }
     match acl {
@@ -434,23 +427,13 @@ async fn spawn_services(
         None => {}
     }
     register::register_all(inner, true).await;
-    let loops = [
-        Box::pin(register::registration_loop(inner.clone(), stop()))
-            as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-        Box::pin(transaction::check::check_loop(inner.clone(), stop())),
-        Box::pin(housekeeping::sample_stats(inner.clone(), stop())),
-        Box::pin(housekeeping::tables(inner.clone(), stop())),
-    ];
-    for service in loops {
-        services.spawn(service);
-    }
+    services.spawn(register::registration_loop(inner.clone(), stop()));
+    services.spawn(transaction::check::check_loop(inner.clone(), stop()));
+    services.spawn(housekeeping::sample_stats(inner.clone(), stop()));
+    services.spawn(housekeeping::tables(inner.clone(), stop()));
     if inner.settings.store.broker_role.is_master() {
-        let (revive, timer) = (
-            housekeeping::revive(inner.clone(), stop()),
-            timer::deliver::timer_loop(inner.clone(), stop()),
-        );
-        services.spawn(revive);
-        services.spawn(timer);
+        services.spawn(housekeeping::revive(inner.clone(), stop()));
+        services.spawn(timer::deliver::timer_loop(inner.clone(), stop()));
     }
     services
 }

@@ -71,7 +71,7 @@ impl ConsumerOffsetManager {
         self.dirty.store(true, Ordering::Release);
         self.changes.fetch_add(1, Ordering::Relaxed);
         self.changed_at
-            .store(rocketpy_store::message_store_now(), Ordering::Relaxed);
+            .store(rocketpy_protocol::clock::now_millis(), Ordering::Relaxed);
     }
 
     /// Records a committed offset.

@@ -174,7 +174,7 @@ impl SubscriptionGroupManager {
             t.subscription_group_table
                 .insert(cfg.group_name.clone(), cfg);
             t.data_version.counter += 1;
-            t.data_version.timestamp = rocketpy_store::message_store_now();
+            t.data_version.timestamp = rocketpy_protocol::clock::now_millis();
             t.data_version.counter
         };
         if let Err(e) = self.journal.append(counter, entry) {
@@ -190,7 +190,7 @@ impl SubscriptionGroupManager {
                 return false;
             }
             t.data_version.counter += 1;
-            t.data_version.timestamp = rocketpy_store::message_store_now();
+            t.data_version.timestamp = rocketpy_protocol::clock::now_millis();
             t.data_version.counter
         };
         if let Err(e) = self

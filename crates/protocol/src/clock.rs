@@ -56,11 +56,6 @@ impl Clock {
             now.store(ms, Ordering::Release);
         }
     }
-
-    /// Whether this is a manual clock.
-    pub fn is_manual(&self) -> bool {
-        self.manual.is_some()
-    }
 }
 
 #[cfg(test)]

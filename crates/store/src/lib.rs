@@ -47,7 +47,4 @@ pub use message_store::{
     Appended, MessageArrivingListener, MessageStore, PutMessageResult, PutStatus,
 };
 
-/// Wall-clock milliseconds as the store reads them (`rocketpy_protocol::clock`).
-pub use rocketpy_protocol::clock::now_millis as message_store_now;
-
 pub(crate) use rocketpy_protocol::clock::now_millis;

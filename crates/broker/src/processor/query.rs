@@ -77,7 +77,7 @@ pub fn query_message(
         }
         let (_, max) = broker.store.commit_log_range();
         let header = QueryMessageResponseHeader {
-            index_last_update_timestamp: rocketpy_store::message_store_now(),
+            index_last_update_timestamp: rocketpy_protocol::clock::now_millis(),
             index_last_update_phyoffset: max,
         };
         Some(ok(&req).with_header(&header).with_body(body))

@@ -22,7 +22,7 @@ fn expired_files_are_deleted_and_reads_below_report_moved() {
     }
     let files = store.commit_log_files().len();
     assert!(files >= 5);
-    let now = rocketpy_store::message_store_now();
+    let now = rocketpy_protocol::clock::now_millis();
 
     let report = store.clean_files(now, 0.10, false).unwrap();
     assert_eq!(report.commit_log_files, 0, "nothing is 72 h old yet");
@@ -61,7 +61,7 @@ fn deletion_waits_for_the_hour_unless_the_disk_is_full() {
     for i in 0..300 {
         store.put_message(numbered("T", 0, i)).unwrap();
     }
-    let now = rocketpy_store::message_store_now();
+    let now = rocketpy_protocol::clock::now_millis();
     assert_eq!(
         store
             .clean_files(now + 100 * HOUR, 0.10, false)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -125,6 +126,8 @@ def main() -> None:
     finally:
         b.stop()
         ns.stop()
+        # The store holds gigabytes after a run; a bench leaves no disk behind.
+        shutil.rmtree(work, ignore_errors=True)
     for name, values in ratios.items():
         per_cpu = cpu_ratios[name]
         print(

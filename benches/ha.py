@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -161,6 +162,8 @@ def main() -> None:
         slave.stop()
         m.stop()
         ns.stop()
+        # The stores hold gigabytes after a run; a bench leaves no disk behind.
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

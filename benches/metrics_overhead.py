@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -104,6 +105,8 @@ def main() -> None:
     finally:
         b.stop()
         ns.stop()
+        # The stores hold gigabytes after a run; a bench leaves no disk behind.
+        shutil.rmtree(work, ignore_errors=True)
     print(
         f"metrics on / off = {statistics.median(ratios):.3f} (median of {len(ratios)} adjacent "
         f"pairs, range {min(ratios):.3f}-{max(ratios):.3f}; {len(scraped)} scrapes of "

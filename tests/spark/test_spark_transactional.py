@@ -23,9 +23,15 @@ pytestmark = pytest.mark.spark
 @pytest.fixture(scope="module")
 def tx_dev(tmp_path_factory: pytest.TempPathFactory):
     store = tmp_path_factory.mktemp("spark-tx") / "store"
-    server = dev(
-        store, settings={"transactionCheckInterval": "300", "transactionTimeOut": "500"}
-    ).start()
+    # Checks every 300 ms; a half message is given up after transactionCheckMax checks that
+    # find no decision, so that many must span a micro-batch on a loaded machine (RocketMQ's
+    # 15 checks would be 5 s here: a slow first batch was given up before its commit).
+    settings = {
+        "transactionCheckInterval": "300",
+        "transactionTimeOut": "500",
+        "transactionCheckMax": "400",
+    }
+    server = dev(store, settings=settings).start()
     yield server
     assert server.stop() == 0, server.text()
 

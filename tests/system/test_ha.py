@@ -10,7 +10,7 @@ import threading
 import time
 from collections import Counter
 
-from servers import broker, free_port, ha_settings, namesrv
+from servers import HOST_DISK_SETTINGS, broker, free_port, ha_settings, namesrv
 
 from helpers import Collector, fast_config, pull_bodies, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, Message, Producer, SendStatus
@@ -127,7 +127,13 @@ def test_consumers_ride_through_a_masters_death(tmp_path):
 
 
 def test_dev_server_with_a_slave(tmp_path):
-    with DevServer(namesrv_port=0, broker_port=0, store_dir=tmp_path / "dev", ha=True) as dev:
+    with DevServer(
+        namesrv_port=0,
+        broker_port=0,
+        broker_config=HOST_DISK_SETTINGS,
+        store_dir=tmp_path / "dev",
+        ha=True,
+    ) as dev:
         with Producer("dev-ha-p", client_config=fast_config(dev.namesrv_addr)) as p:
             # The slave connects right after start: every send waits for it (SYNC_MASTER).
             assert wait_until(

@@ -65,17 +65,39 @@ class UniqueIds:
     def __init__(self, prefix: str, roll: Callable[[int], tuple[int, int]]) -> None: ...
     def next(self) -> str: ...
 
+class SendOutcome:
+    """How a direct send (``ProducerCore.send``) ended: ``result`` when the broker stored
+    the message; else, when it went (``lane`` set, ``failed`` true), the ``unique_id`` it
+    went with and the broker's ``response`` or the transport's ``error``; ``lane`` None when
+    it did not go (no lanes known for the topic, or a body to compress)."""
+
+    @property
+    def result(self) -> Any | None: ...
+    @property
+    def lane(self) -> int | None: ...
+    @property
+    def unique_id(self) -> str | None: ...
+    @property
+    def response(self) -> RemotingResponse | None: ...
+    @property
+    def error(self) -> BaseException | None: ...
+    @property
+    def failed(self) -> bool:
+        """It went and was not stored: retry it or raise."""
+
 class ProducerCore:
     """A producer's native send paths over shared lanes (broker address, topic, queue).
 
     Auto-batching (``add``): messages gather per lane and each lane's leave in order, one
-    request at a time. ``on_done(addr, topic, broker_name, queue_id, elapsed_s, response,
-    error, items)`` runs on the callback thread once per request and returns None (it ended
-    the items) or ``(status, queue, region, msg_ids, first_offset)``, with which every item
-    ``(future, callback, uniq, message, fixed)`` gets its ``result_type`` natively.
+    request at a time. A stored answer gives every message its ``result_type`` natively
+    (``statuses`` maps the codes that mean stored); a failed request reaches
+    ``on_failed(addr, topic, broker_name, queue_id, response, error, items)`` on the callback
+    thread, ``items`` as ``(future, callback, uniq, message, fixed)`` to retry or fail.
+    ``on_latency(broker_name, elapsed_s, failed)``, when given, learns every request's
+    latency.
 
     Direct sends (``send``): one message, written and answered in the calling thread,
-    its ``result_type`` made natively (``statuses`` maps the codes that mean stored)."""
+    its ``result_type`` made natively."""
 
     def __init__(
         self,
@@ -83,7 +105,7 @@ class ProducerCore:
         group: str,
         default_topic: str,
         default_topic_queue_nums: int,
-        on_done: Callable[..., Any],
+        on_failed: Callable[..., None],
         result_type: type,
         future_type: type,
         queue_type: type,
@@ -95,7 +117,7 @@ class ProducerCore:
         max_delay_ms: int = 0,
         total_max_bytes: int = 33554432,
         timeout_ms: int = 3000,
-        stored_natively: bool = True,
+        on_latency: Callable[[str, float, bool], None] | None = None,
     ) -> None: ...
     def lane(self, addr: str, broker_name: str, topic: str, queue_id: int) -> int:
         """The number of the lane to this queue at this address (stable)."""
@@ -109,16 +131,12 @@ class ProducerCore:
         callback: Any,
         fixed: bool,
         timeout_ms: int = 3000,
-    ) -> Future[Any] | str | None:
-        """The message's new future when added; None when ``lane`` is None and the topic
-        has no lanes; else a str: "" when the message cannot be batched (send it alone), or
-        why it was refused (full for ``timeout_ms``, closed)."""
-    def send(
-        self, lane: int | None, message: Any, timeout_ms: int
-    ) -> Any | str | tuple[int, str, RemotingResponse | None, BaseException | None] | None:
-        """The message's ``result_type`` when stored; None when ``lane`` is None and the
-        topic has no lanes; "" when it must go from Python (a body to compress); else
-        ``(lane, uniq, response, error)``."""
+    ) -> Future[Any] | None:
+        """The message's new future when added; None when not taken (``lane`` None and the
+        topic has no lanes, or a message that cannot be batched: send it alone). Raises
+        ``ClientError`` when full for ``timeout_ms``, or closed."""
+    def send(self, lane: int | None, message: Any, timeout_ms: int) -> SendOutcome:
+        """Sends the message alone and waits for the answer (see :class:`SendOutcome`)."""
     def flush(self, timeout_ms: int) -> bool:
         """Sends what gathers and waits until every message was answered."""
     def close(self) -> None: ...

@@ -32,6 +32,7 @@ from rocketpy._future import SendFuture
 from rocketpy.admin import Admin
 from rocketpy.aio import AsyncProducer
 from rocketpy.client.instance import ClientConfig
+from rocketpy.producer import _producer as producer_module
 from rocketpy.protocol import RequestCode
 from rocketpy.server import DevServer
 
@@ -342,13 +343,13 @@ def test_a_failing_answer_handler_still_ends_every_message(
     def broken(self: Producer, *args: object) -> None:
         raise RuntimeError("broken handler")
 
-    monkeypatch.setattr(Producer, "_batch_done", broken)
-    # With fault avoidance every answer goes through _batch_done (it learns the latency);
-    # otherwise stored answers complete natively and only failures reach it.
-    p = producer(dev, "auto-batch-broken", send_latency_fault_enable=True)
+    # Failed requests reach Python's handler (_batch_failed); with no code read as
+    # "stored", every answer is a failure. The handler raises: each message still ends.
+    monkeypatch.setattr(Producer, "_batch_failed", broken)
+    monkeypatch.setattr(producer_module, "STATUS", {})
+    p = producer(dev, "auto-batch-broken")
     errors: list[BaseException | None] = []
     try:
-        p.send(Message("AutoBatchBroken", b"route"))
         futures = [
             p.send_async(Message("AutoBatchBroken", f"{i}"), lambda r, e: errors.append(e))
             for i in range(100)
@@ -359,6 +360,23 @@ def test_a_failing_answer_handler_still_ends_every_message(
     finally:
         p.shutdown()
     assert len(errors) == 100 and all(isinstance(e, RuntimeError) for e in errors)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_failing_latency_handler_loses_no_message(
+    dev: DevServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(self: Producer, *args: object) -> None:
+        raise RuntimeError("broken latency handler")
+
+    # With fault avoidance every answer's latency goes to Python (_batch_latency).
+    monkeypatch.setattr(Producer, "_batch_latency", broken)
+    p = producer(dev, "auto-batch-broken-latency", send_latency_fault_enable=True)
+    try:
+        futures = [p.send_async(Message("AutoBatchBroken", f"{i}")) for i in range(100)]
+        assert all(f.result(30).status is SendStatus.SEND_OK for f in futures)
+    finally:
+        p.shutdown()
 
 
 def test_sends_stick_to_a_queue_per_batch_and_share_the_queues_out_evenly(dev: DevServer) -> None:

@@ -1,15 +1,15 @@
 //! The producer's auto-batching below the GIL (see `rocketpy_remoting::batch`): Python
 //! adds one message at a time (`ProducerCore.add`); each lane (broker address, topic, queue)
-//! leaves as SEND_BATCH_MESSAGE, or SEND_MESSAGE_V2 when it holds one message, and each
-//! answer reaches Python once per request, on the callback thread, with the items in the
-//! order they were added.
+//! leaves as SEND_BATCH_MESSAGE, or SEND_MESSAGE_V2 when it holds one message. A stored
+//! answer completes its messages here, in the order they were added; a failed one reaches
+//! Python once per request, on the callback thread, with its messages to retry or fail.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyList, PyString, PyTuple};
 use rocketpy_protocol::code::request;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::BatchSink;
@@ -18,19 +18,19 @@ use crate::callbacks;
 use crate::client::RemotingResponse;
 use crate::client_metrics;
 use crate::errors;
-use crate::send_answers::Answers;
-use crate::send_lanes::Template;
+use crate::send_answers::{Answers, Stored};
+use crate::send_lanes::{Lane, Template};
 use crate::send_results::{Outcome, Pending, ResultMaker};
 
 /// Builds a producer's batched requests and hands their answers to Python.
 pub struct Sink {
     pub template: Arc<Template>,
-    /// `on_done(addr, topic, broker_name, queue_id, elapsed_s, response, error, items)`.
-    pub on_done: Arc<Py<PyAny>>,
+    /// `on_failed(addr, topic, broker_name, queue_id, response, error, items)`.
+    pub on_failed: Arc<Py<PyAny>>,
+    /// `on_latency(broker_name, elapsed_s, failed)`, for fault avoidance.
+    pub on_latency: Option<Arc<Py<PyAny>>>,
     pub maker: Arc<ResultMaker>,
-    /// When set, answers that say "stored" complete their messages here, without
-    /// `on_done` (see `ProducerCore`).
-    pub answers: Option<Arc<Answers>>,
+    pub answers: Arc<Answers>,
 }
 
 /// The flag, body range and properties of one encoded batch item (the layout
@@ -77,47 +77,27 @@ impl BatchSink<u32, Pending> for Sink {
         elapsed: Duration,
         result: rocketpy_remoting::Result<RemotingCommand>,
     ) {
-        let on_done = self.on_done.clone();
-        let maker = self.maker.clone();
         let lane = self.template.lane(*lane).expect("a known lane");
-        if let Some(answers) = &self.answers {
-            if let Ok(cmd) = &result {
-                if answers.stored(cmd).is_some() {
-                    let count = items.len() as u64;
-                    client_metrics::record(&answers.client_id, &lane.topic, elapsed, true, count);
-                    let answers = answers.clone();
-                    callbacks::submit(move |py| {
-                        let Ok(cmd) = result else { return };
-                        let Some(stored) = answers.stored(&cmd) else {
-                            return;
-                        };
-                        let queue = match stored.queue(py, &lane, &answers.queue_type) {
-                            Ok(queue) => queue,
-                            Err(err) => {
-                                // Nothing is lost silently: every message learns of it.
-                                for item in items {
-                                    item.fail(py, &err);
-                                }
-                                err.write_unraisable(py, None);
-                                return;
-                            }
-                        };
-                        let outcome = Outcome {
-                            status: stored.status.bind(py).clone(),
-                            queue,
-                            region: PyString::new(py, stored.region()).into_any(),
-                            ids: stored.msg_ids().split(',').map(str::to_owned).collect(),
-                            first_offset: stored.offset(),
-                        };
-                        if let Err(err) = maker.complete_all(py, &outcome, items) {
-                            err.write_unraisable(py, None);
-                        }
-                    });
-                    return;
+        let answers = self.answers.clone();
+        let stored = matches!(&result, Ok(cmd) if answers.stored(cmd).is_some());
+        let count = items.len() as u64;
+        client_metrics::record(&answers.client_id, &lane.topic, elapsed, stored, count);
+        let on_latency = self.on_latency.clone();
+        let (on_failed, maker) = (self.on_failed.clone(), self.maker.clone());
+        callbacks::submit(move |py| {
+            if let Some(on_latency) = on_latency {
+                let args = (lane.broker_name.as_str(), elapsed.as_secs_f64(), !stored);
+                if let Err(err) = on_latency.bind(py).call1(args) {
+                    err.write_unraisable(py, Some(on_latency.bind(py)));
                 }
             }
-        }
-        callbacks::submit(move |py| {
+            let result = match result {
+                Ok(cmd) => match answers.stored(&cmd) {
+                    Some(stored) => return complete(py, &lane, &answers, &maker, &stored, items),
+                    None => Ok(cmd),
+                },
+                Err(e) => Err(e),
+            };
             let (response, error) = match result {
                 Ok(cmd) => {
                     match Py::new(py, RemotingResponse::new(request::SEND_MESSAGE_V2, cmd)) {
@@ -127,55 +107,69 @@ impl BatchSink<u32, Pending> for Sink {
                 }
                 Err(e) => (py.None(), errors::remoting(e).into_value(py).into_any()),
             };
+            // Python retries or fails the messages under its policy.
+            let items = match Pending::into_list(py, &lane.topic, items) {
+                Ok(items) => items,
+                Err(err) => return err.write_unraisable(py, Some(on_failed.bind(py))),
+            };
             let args = (
                 lane.addr.as_str(),
                 lane.topic.as_str(),
                 lane.broker_name.as_str(),
                 lane.queue_id,
-                elapsed.as_secs_f64(),
                 response,
                 error,
-                items.len(),
+                &items,
             );
-            // Python reads the answer. On success what every message shares comes back and
-            // the loop over the messages runs here; otherwise a function that takes them.
-            let answer = match on_done.bind(py).call1(args) {
-                Ok(answer) => answer,
-                Err(err) => {
-                    // Nothing is lost silently: every message learns of the failure.
-                    for item in items {
-                        item.fail(py, &err);
-                    }
-                    err.write_unraisable(py, Some(on_done.bind(py)));
-                    return;
-                }
-            };
-            let ended = if answer.is_callable() {
-                Pending::into_list(py, &lane.topic, items)
-                    .and_then(|list| answer.call1((list,)).map(drop))
-            } else {
-                answer
-                    .extract::<(
-                        Bound<'_, PyAny>,
-                        Bound<'_, PyAny>,
-                        Bound<'_, PyAny>,
-                        String,
-                        i64,
-                    )>()
-                    .and_then(|(status, queue, region, ids, first_offset)| {
-                        let outcome = Outcome {
-                            status,
-                            queue,
-                            region,
-                            ids: ids.split(',').map(str::to_owned).collect(),
-                            first_offset,
-                        };
-                        maker.complete_all(py, &outcome, items)
-                    })
-            };
-            if let Err(err) = ended {
-                err.write_unraisable(py, Some(on_done.bind(py)));
+            if let Err(err) = on_failed.bind(py).call1(args) {
+                // Nothing is lost silently: every message learns of the handler's failure.
+                fail_listed(py, &items, &err);
+                err.write_unraisable(py, Some(on_failed.bind(py)));
             }
         });
+    }
+}
+
+/// Ends each `(future, callback, ...)` of `items` with `err` (see `Pending::fail`).
+fn fail_listed(py: Python<'_>, items: &Bound<'_, PyList>, err: &PyErr) {
+    for item in items.iter() {
+        let Ok(tuple) = item.cast_into::<PyTuple>() else {
+            continue;
+        };
+        if let (Ok(future), Ok(callback)) = (tuple.get_item(0), tuple.get_item(1)) {
+            Pending::fail_parts(py, future.unbind(), callback.unbind(), err);
+        }
+    }
+}
+
+/// Completes the messages of a stored request, each with its `SendResult`.
+fn complete(
+    py: Python<'_>,
+    lane: &Lane,
+    answers: &Answers,
+    maker: &ResultMaker,
+    stored: &Stored<'_>,
+    items: Vec<Pending>,
+) {
+    let queue = match stored.queue(py, lane, &answers.queue_type) {
+        Ok(queue) => queue,
+        Err(err) => {
+            // Nothing is lost silently: every message learns of it.
+            for item in items {
+                item.fail(py, &err);
+            }
+            err.write_unraisable(py, None);
+            return;
+        }
+    };
+    let outcome = Outcome {
+        status: stored.status.bind(py).clone(),
+        queue,
+        region: PyString::new(py, stored.region()).into_any(),
+        ids: stored.msg_ids().split(',').map(str::to_owned).collect(),
+        first_offset: stored.offset(),
+    };
+    if let Err(err) = maker.complete_all(py, &outcome, items) {
+        err.write_unraisable(py, None);
     }
 }

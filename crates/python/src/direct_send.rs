@@ -29,31 +29,79 @@ pub struct DirectSend {
     pub answers: Arc<Answers>,
 }
 
-/// How a direct send ended.
-pub enum Sent {
-    /// The broker stored the message: its `SendResult`.
-    Stored(Py<PyAny>),
-    /// It did not (an answer other than "stored", or no answer).
-    Failed(Box<Failure>),
+/// How a direct send ended, as `ProducerCore.send` returns it (one type, read by its
+/// fields): `result` when the broker stored the message; else, when it went (`lane` set),
+/// the unique id it went with and the broker's answer or the transport error, for Python
+/// to retry under its policy or raise; `lane` None when it did not go (see `send`).
+#[pyclass(module = "rocketpy._native", frozen, get_all)]
+pub struct SendOutcome {
+    /// The `SendResult` of a stored message.
+    pub result: Option<Py<PyAny>>,
+    /// The lane the message went on; None when it did not go natively.
+    pub lane: Option<u32>,
+    /// The unique id (`UNIQ_KEY`) it went with.
+    pub unique_id: Option<String>,
+    /// The broker's answer when it was not "stored".
+    pub response: Option<Py<RemotingResponse>>,
+    /// The transport error when there was no answer.
+    pub error: Option<Py<PyAny>>,
 }
 
-/// A direct send that did not store its message: its unique id, and the answer or the
-/// error, for Python to retry or raise.
-pub struct Failure {
-    pub uniq: String,
-    pub response: Option<RemotingResponse>,
-    pub error: Option<PyErr>,
+impl SendOutcome {
+    /// The message did not go (no lanes known, or it must be sent from Python).
+    pub fn unsent() -> Self {
+        SendOutcome {
+            result: None,
+            lane: None,
+            unique_id: None,
+            response: None,
+            error: None,
+        }
+    }
+
+    fn stored(result: Py<PyAny>, lane: u32) -> Self {
+        SendOutcome {
+            result: Some(result),
+            lane: Some(lane),
+            ..Self::unsent()
+        }
+    }
+
+    fn not_stored(
+        lane: u32,
+        uniq: String,
+        response: Option<Py<RemotingResponse>>,
+        error: Option<Py<PyAny>>,
+    ) -> Self {
+        SendOutcome {
+            result: None,
+            lane: Some(lane),
+            unique_id: Some(uniq),
+            response,
+            error,
+        }
+    }
+}
+
+#[pymethods]
+impl SendOutcome {
+    /// Whether the message went natively and was not stored (retry or raise).
+    #[getter]
+    fn failed(&self) -> bool {
+        self.lane.is_some() && self.result.is_none()
+    }
 }
 
 impl DirectSend {
-    /// Sends `out` on `lane` within `timeout`.
+    /// Sends `out` on lane `lane_id` (`lane`) within `timeout`.
     pub fn send(
         &self,
         py: Python<'_>,
+        lane_id: u32,
         lane: &Lane,
         out: Outgoing<'_>,
         timeout: Duration,
-    ) -> PyResult<Sent> {
+    ) -> PyResult<SendOutcome> {
         let header = self
             .template
             .header(lane, out.flag, Some(out.properties), false);
@@ -66,21 +114,25 @@ impl DirectSend {
             Ok(resp) => resp,
             Err(e) => {
                 client_metrics::record(&self.answers.client_id, &lane.topic, elapsed, false, 1);
-                return Ok(Sent::Failed(Box::new(Failure {
-                    uniq: out.uniq,
-                    response: None,
-                    error: Some(errors::remoting(e)),
-                })));
+                let error = errors::remoting(e).into_value(py).into_any();
+                return Ok(SendOutcome::not_stored(
+                    lane_id,
+                    out.uniq,
+                    None,
+                    Some(error),
+                ));
             }
         };
         let answers = &self.answers;
         let Some(stored) = answers.stored(&resp) else {
             client_metrics::record(&answers.client_id, &lane.topic, elapsed, false, 1);
-            return Ok(Sent::Failed(Box::new(Failure {
-                uniq: out.uniq,
-                response: Some(RemotingResponse::new(request::SEND_MESSAGE_V2, resp)),
-                error: None,
-            })));
+            let response = Py::new(py, RemotingResponse::new(request::SEND_MESSAGE_V2, resp))?;
+            return Ok(SendOutcome::not_stored(
+                lane_id,
+                out.uniq,
+                Some(response),
+                None,
+            ));
         };
         client_metrics::record(&answers.client_id, &lane.topic, elapsed, true, 1);
         let result = self.results.make(
@@ -95,6 +147,6 @@ impl DirectSend {
                 stored.transaction_id(py),
             ],
         )?;
-        Ok(Sent::Stored(result.unbind()))
+        Ok(SendOutcome::stored(result.unbind(), lane_id))
     }
 }

@@ -79,6 +79,10 @@ create_exception!(
      stayed in the parent. Create clients, servers and stores after forking."
 );
 
+// A client-side refusal (the Python class, `rocketpy.errors.ClientError`: what callers of
+// the producer catch), raised natively where the native paths refuse a send.
+pyo3::import_exception!(rocketpy.errors, ClientError);
+
 /// Maps a remoting error onto the exception tree.
 pub fn remoting(e: NativeRemotingError) -> PyErr {
     let msg = e.to_string();

@@ -47,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::RemotingClient>()?;
     m.add_class::<client::RemotingResponse>()?;
     m.add_class::<producer_core::ProducerCore>()?;
+    m.add_class::<direct_send::SendOutcome>()?;
     m.add_class::<unique_id::UniqueIds>()?;
     m.add_class::<header::Header>()?;
     m.add_class::<message::MessageExt>()?;

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyString, PyTuple, PyType};
+use pyo3::types::PyType;
 use rocketpy_protocol::message::batch::encode_batch_item;
 use rocketpy_remoting::{Accumulator, AddError, BatchSettings};
 
 use crate::batcher::Sink;
 use crate::client::RemotingClient;
-use crate::direct_send::{DirectSend, Failure, Sent};
+use crate::direct_send::{DirectSend, SendOutcome};
+use crate::errors::ClientError;
 use crate::outgoing::Message;
 use crate::process::{self, Owner};
 use crate::send_answers::Answers;
@@ -51,19 +52,19 @@ impl ProducerCore {
 
 #[pymethods]
 impl ProducerCore {
-    /// `on_done(addr, topic, broker_name, queue_id, elapsed_s, response, error, items)` runs
-    /// on the callback thread once per batched request; it returns None when it ended the
-    /// items itself, or `(status, message_queue, region_id, msg_ids, first_offset)` for each
-    /// item to get its `result_type` (`SendResult`) with `msg_ids` split at commas.
+    /// `on_failed(addr, topic, broker_name, queue_id, response, error, items)` runs on the
+    /// callback thread for each batched request the broker did not store (`response` its
+    /// answer, or `error` the transport's), with the request's items as `(future, callback,
+    /// uniq, message, fixed)` tuples to retry or fail; stored ones complete natively, each
+    /// message getting its `result_type` (`SendResult`). `on_latency(broker_name, elapsed_s,
+    /// failed)`, when given, learns every batched request's latency (fault avoidance).
     /// `future_type` (`SendFuture`) is made without running `__init__`: a bare instance.
     /// `statuses` maps the broker codes that mean "stored" to their `SendStatus`;
-    /// `queue_type` is `MessageQueue`; `client_id` labels the client metrics. With
-    /// `stored_natively`, a batched request whose answer says stored completes its messages
-    /// without calling `on_done` (which then sees only failures).
-    /// Messages with a body over `compress_over` bytes are not taken (`add` and `send`
-    /// return "").
+    /// `queue_type` is `MessageQueue`; `client_id` labels the client metrics.
+    /// Messages with a body over `compress_over` bytes do not go natively (`add` returns
+    /// None, `send` an unsent outcome).
     #[new]
-    #[pyo3(signature = (client, group, default_topic, default_topic_queue_nums, on_done, result_type, future_type, queue_type, statuses, client_id, unique_ids, compress_over, max_bytes=32768, max_delay_ms=0, total_max_bytes=33554432, timeout_ms=3000, stored_natively=true))]
+    #[pyo3(signature = (client, group, default_topic, default_topic_queue_nums, on_failed, result_type, future_type, queue_type, statuses, client_id, unique_ids, compress_over, max_bytes=32768, max_delay_ms=0, total_max_bytes=33554432, timeout_ms=3000, on_latency=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn new(
         py: Python<'_>,
@@ -71,7 +72,7 @@ impl ProducerCore {
         group: String,
         default_topic: String,
         default_topic_queue_nums: i32,
-        on_done: Py<PyAny>,
+        on_failed: Py<PyAny>,
         result_type: Py<PyType>,
         future_type: Py<PyType>,
         queue_type: Py<PyType>,
@@ -83,7 +84,7 @@ impl ProducerCore {
         max_delay_ms: u64,
         total_max_bytes: usize,
         timeout_ms: u64,
-        stored_natively: bool,
+        on_latency: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let settings = BatchSettings {
             max_bytes: max_bytes.max(1),
@@ -104,9 +105,10 @@ impl ProducerCore {
         });
         let sink = Arc::new(Sink {
             template: template.clone(),
-            on_done: Arc::new(on_done),
+            on_failed: Arc::new(on_failed),
+            on_latency: on_latency.map(Arc::new),
             maker: maker.clone(),
-            answers: stored_natively.then(|| answers.clone()),
+            answers: answers.clone(),
         });
         let native = client.native();
         let runtime = native.runtime().clone();
@@ -145,11 +147,10 @@ impl ProducerCore {
 
     /// Adds `message` (a `rocketpy.Message`) to lane `lane` (see `lane()`) with its callback,
     /// for auto-batching. Waits (GIL released) up to `timeout_ms` while the accumulator is
-    /// full. Returns the message's new future (a `future_type`) when added; else a str: ""
-    /// when the message cannot be batched (compressed or delayed: send it alone), or why it
-    /// was refused (the caller raises it).
-    /// With `lane` None, the message's topic's next lane (see `set_lanes`); None comes back
-    /// when the topic has none.
+    /// full. Returns the message's new future (a `future_type`) when added; None when it was
+    /// not taken: `lane` None and the topic has no lanes (see `set_lanes`), or a message that
+    /// cannot be batched (a body to compress, a delay: send it alone). Raises `ClientError`
+    /// when the accumulator stayed full for `timeout_ms` or the producer was shut down.
     #[pyo3(signature = (lane, message, callback, fixed, timeout_ms=3000))]
     fn add(
         &self,
@@ -160,7 +161,6 @@ impl ProducerCore {
         fixed: bool,
         timeout_ms: u64,
     ) -> PyResult<Option<Py<PyAny>>> {
-        let refuse = |why: &str| Ok(Some(PyString::new(py, why).into_any().unbind()));
         self.owner.check("producer")?;
         let sticky = match lane {
             Some(_) => None,
@@ -176,10 +176,10 @@ impl ProducerCore {
         };
         self.template.lane(lane)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
-            return refuse("");
+            return Ok(None);
         };
         if out.delayed {
-            return refuse("");
+            return Ok(None);
         }
         let size = out.batch_size();
         let deadline = Instant::now() + Duration::from_millis(timeout_ms);
@@ -211,6 +211,12 @@ impl ProducerCore {
                     refused
                 }
             };
+            let refuse = |why: &str| -> PyResult<Option<Py<PyAny>>> {
+                let topic = Self::topic_of(message)?;
+                Err(ClientError::new_err(format!(
+                    "async send to '{topic}' refused: {why}"
+                )))
+            };
             if refused == AddError::Closed {
                 return refuse("the producer was shut down");
             }
@@ -227,53 +233,31 @@ impl ProducerCore {
 
     /// Sends `message` alone on lane `lane` (None: its topic's next lane, see `set_lanes`)
     /// and waits up to `timeout_ms` for the broker (GIL released; this thread writes and
-    /// reads over a direct connection when one is free). Returns its `SendResult` when
-    /// stored; None when the topic has no lanes; "" when it cannot go this way (a body to
-    /// compress: send it from Python); else `(lane, uniq, response, error)`: the lane and
-    /// unique id it was sent with and the broker's answer, or the transport error.
+    /// reads over a direct connection when one is free). The `SendOutcome` holds its
+    /// `SendResult` when stored; else the lane and unique id it went with and the broker's
+    /// answer or the transport error; or no lane when it did not go: the topic has no lanes
+    /// (`lane` None), or it must go from Python (a body to compress).
     fn send(
         &self,
         py: Python<'_>,
         lane: Option<u32>,
         message: &Bound<'_, PyAny>,
         timeout_ms: u64,
-    ) -> PyResult<Option<Py<PyAny>>> {
+    ) -> PyResult<SendOutcome> {
         self.owner.check("producer")?;
         let lane_id = match lane {
             Some(lane) => lane,
             None => match self.topics.next(&Self::topic_of(message)?) {
                 Some(lane) => lane,
-                None => return Ok(None),
+                None => return Ok(SendOutcome::unsent()),
             },
         };
         let lane = self.template.lane(lane_id)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
-            return Ok(Some(PyString::new(py, "").into_any().unbind()));
+            return Ok(SendOutcome::unsent());
         };
         let timeout = Duration::from_millis(timeout_ms.max(1));
-        Ok(Some(match self.direct.send(py, &lane, out, timeout)? {
-            Sent::Stored(result) => result,
-            Sent::Failed(failure) => {
-                let Failure {
-                    uniq,
-                    response,
-                    error,
-                } = *failure;
-                let response = match response {
-                    Some(r) => Py::new(py, r)?.into_any(),
-                    None => py.None(),
-                };
-                let error = match error {
-                    Some(e) => e.into_value(py).into_any(),
-                    None => py.None(),
-                };
-                let lane = lane_id.into_pyobject(py)?.into_any().unbind();
-                let uniq = PyString::new(py, &uniq).into_any().unbind();
-                PyTuple::new(py, [lane, uniq, response, error])?
-                    .into_any()
-                    .unbind()
-            }
-        }))
+        self.direct.send(py, lane_id, &lane, out, timeout)
     }
 
     /// Sends whatever is gathering and waits (GIL released) up to `timeout_ms` until every

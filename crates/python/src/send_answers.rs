@@ -1,8 +1,7 @@
 //! Reading a broker's answer to a send natively: which codes mean the messages were stored
 //! (and their `SendStatus`), and the fields every `SendResult` of the answer shares. The
 //! fields are read as leniently as the header spec reads them for Python
-//! (`Producer._result`, `Producer._batch_done`): absent or unparsable ones take the same
-//! defaults.
+//! (`Producer._result`): absent or unparsable ones take the same defaults.
 
 use std::collections::HashMap;
 

@@ -1,8 +1,8 @@
 //! Per-message completion of an auto-batched request, natively: one `SendResult` per message
 //! (built like `object.__new__` plus the dataclass's slots, which is what the frozen
 //! dataclass's `__init__` does at several times the cost), then the future ends as
-//! `SendFuture._finish` would end it (see `rocketpy._future`) and the message's callback runs. Python decides what
-//! the answer means (`Producer._batch_done`); this only repeats it for every message.
+//! `SendFuture._finish` would end it (see `rocketpy._future`) and the message's callback
+//! runs. Failed requests go to Python (`Producer._batch_failed`), which owns the retries.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyType};
@@ -39,13 +39,18 @@ pub struct Pending {
 impl Pending {
     /// Ends the message with `err` (its future and callback), as Python's `_complete` does.
     pub fn fail(self, py: Python<'_>, err: &PyErr) {
-        let future = self.future.into_bound(py);
+        Self::fail_parts(py, self.future, self.callback, err);
+    }
+
+    /// Ends `future` and calls `callback` (unless None) with `err`.
+    pub fn fail_parts(py: Python<'_>, future: Py<PyAny>, callback: Py<PyAny>, err: &PyErr) {
+        let future = future.into_bound(py);
         let value = err.value(py).clone().into_any();
         let none = py.None().into_bound(py);
         if let Err(e) = future.call_method1(pyo3::intern!(py, "_finish"), (&none, &value)) {
             e.write_unraisable(py, Some(&future));
         }
-        let callback = self.callback.into_bound(py);
+        let callback = callback.into_bound(py);
         if !callback.is_none() {
             if let Err(e) = callback.call1((&none, &value)) {
                 e.write_unraisable(py, Some(&callback));

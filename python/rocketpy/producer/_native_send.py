@@ -4,14 +4,10 @@ its retries go on in Python under the same :class:`RetryPolicy`, unique id and d
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
 from rocketpy._future import SendFuture
-from rocketpy._native import ProducerCore, RemotingResponse
+from rocketpy._native import ProducerCore, RemotingResponse, SendOutcome
 from rocketpy.errors import BrokerResponseError, ClientError, RocketpyError
-from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
-from rocketpy.producer._prepare import STATUS
+from rocketpy.message import Message, MessageQueue, SendResult
 from rocketpy.producer._python_send import PythonSends
 from rocketpy.producer._retry import RetryPolicy, complete
 from rocketpy.producer._selectors import SendCallback
@@ -26,16 +22,12 @@ Batched = tuple["SendFuture[SendResult]", SendCallback | None, str, Message, boo
 class NativeSends(PythonSends):
     """The native lanes and batches."""
 
-    def _retry_direct(
-        self,
-        msg: Message,
-        failed: tuple[int, str, RemotingResponse | None, BaseException | None],
-        deadline: int,
-    ) -> SendResult:
+    def _retry_direct(self, msg: Message, failed: SendOutcome, deadline: int) -> SendResult:
         """The first attempt of :meth:`send` (native) failed: raise, or go on with the
         retries in Python under the same unique id and deadline."""
-        lane, uniq, resp, err = failed
-        addr, mq = self._lane_queues[lane]
+        assert failed.lane is not None and failed.unique_id is not None
+        uniq, resp, err = failed.unique_id, failed.response, failed.error
+        addr, mq = self._lane_queues[failed.lane]
         self._forget_lanes(msg.topic)
         policy = RetryPolicy.of(self.retry_times_when_send_failed)
         if resp is not None:
@@ -54,12 +46,6 @@ class NativeSends(PythonSends):
         return self._send_sync(
             self._prepare(msg, uniq), None, None, deadline, 1, mq.broker_name, [error], info
         )
-
-    def _refused(self, msg: Message, refused: str) -> None:
-        """The accumulator did not take ``msg``: raise why, or return to send it alone
-        (``refused`` empty: compressed, delayed or empty)."""
-        if refused:
-            raise ClientError(f"async send to {msg.topic!r} refused: {refused}")
 
     def _batchable_topic(self, topic: str) -> bool:
         """Whether messages of ``topic`` may be batched (raises if the name is invalid):
@@ -102,47 +88,30 @@ class NativeSends(PythonSends):
         self._lane_queues[lane] = (addr, mq)
         return lane
 
-    def _batch_done(
+    def _batch_latency(self, broker_name: str, elapsed: float, failed: bool) -> None:
+        """Fault avoidance learns the latency of an auto-batched request (callback thread)."""
+        self._faults.update(broker_name, elapsed * 1000, failed)
+
+    def _batch_failed(
         self,
         addr: str,
         topic: str,
         broker_name: str,
         queue_id: int,
-        elapsed: float,
         resp: RemotingResponse | None,
         err: BaseException | None,
-        count: int,
-    ) -> tuple[SendStatus, MessageQueue, str, str, int] | Callable[[list[Batched]], None]:
-        """One auto-batched request of ``count`` messages ended (on the callback thread).
-        On success, returns what its messages' results share — ``(status, queue, region,
-        msg ids, first offset)`` — and the accumulator completes each message natively;
-        otherwise returns the function that retries or fails them."""
-        mq = MessageQueue(topic, broker_name, queue_id)
-        status = STATUS.get(resp.code) if resp is not None else None
-        self._note_elapsed(mq, elapsed, status is None, count)
-        if resp is not None and status is not None:
-            h = resp.header
-            if h.queue_id is not None and h.queue_id != queue_id:
-                mq = MessageQueue(topic, broker_name, h.queue_id)
-            first = h.queue_offset
-            return (
-                status,
-                mq,
-                h.msg_region or "DefaultRegion",
-                h.msg_id or "",
-                -1 if first is None else first,
-            )
+        items: list[Batched],
+    ) -> None:
+        """An auto-batched request to ``queue_id`` was not stored (``resp`` the broker's
+        answer, or ``err`` the transport's; on the callback thread): each of its messages is
+        retried alone on another broker (when the policy allows it and its queue was not
+        chosen by the caller), or fails."""
         self._forget_lanes(topic)
         error: BaseException
         if resp is not None:
             error = BrokerResponseError(resp.code, resp.remark, addr)
         else:
             error = err if err is not None else ClientError("no answer")
-        return functools.partial(self._batch_failed, broker_name, error)
-
-    def _batch_failed(self, broker_name: str, error: BaseException, items: list[Batched]) -> None:
-        """Each message of a failed auto-batched request is retried alone on another broker
-        (when the policy allows it and its queue was not chosen by the caller), or fails."""
         policy = RetryPolicy.of(self.retry_times_when_send_async_failed)
         retry = policy.retryable(error) and policy.more_after(0)
         for future, callback, uniq, msg, fixed in items:

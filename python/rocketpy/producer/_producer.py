@@ -140,7 +140,7 @@ class Producer(NativeSends):
             self.group,
             AUTO_CREATE_TOPIC_KEY,
             self.default_topic_queue_nums,
-            self._batch_done,
+            self._batch_failed,
             SendResult,
             SendFuture,
             MessageQueue,
@@ -153,8 +153,8 @@ class Producer(NativeSends):
             max_delay_ms=self.batch_max_delay_ms,
             total_max_bytes=self.total_batch_max_bytes,
             timeout_ms=self.send_timeout_ms,
-            # Fault avoidance learns every request's latency in Python (_batch_done).
-            stored_natively=not self.send_latency_fault_enable,
+            # Fault avoidance learns every request's latency.
+            on_latency=self._batch_latency if self.send_latency_fault_enable else None,
         )
 
     def shutdown(self) -> None:
@@ -226,14 +226,15 @@ class Producer(NativeSends):
             timeout = self.send_timeout_ms if timeout_ms is None else timeout_ms
             deadline = now_millis() + timeout
             sent = core.send(None, msg, timeout)
-            if sent is None:  # lanes not known yet (or a retry topic: none)
+            if sent.lane is None:  # the topic's lanes not known yet (a retry topic has none)
                 lanes = self._lanes_of(core, msg.topic)
-                sent = core.send(self._next(lanes), msg, timeout) if lanes else ""
-            if isinstance(sent, tuple):
+                if lanes:
+                    sent = core.send(self._next(lanes), msg, timeout)
+            if sent.result is not None:
+                return cast(SendResult, sent.result)
+            if sent.failed:
                 return self._retry_direct(msg, sent, deadline)
-            if not isinstance(sent, str):
-                return cast(SendResult, sent)
-            # "": a body to compress, or no lane; the Python path below sends it.
+            # Not sent: a body to compress, or no lane; the Python path below sends it.
         prepared = self._prepare(msg)
         return self._send_sync(
             prepared, self._choose(prepared, queue, selector, arg, msg), timeout_ms
@@ -278,15 +279,14 @@ class Producer(NativeSends):
                 # The hot path of auto-batching: the topic's next lane, the rest is native
                 # (the core makes the future too).
                 added = core.add(None, msg, callback, False, self.send_timeout_ms)
-                if added is None:  # lanes not known yet (or a retry topic: none)
+                if added is None:  # lanes not known yet (a retry topic has none)
                     lanes = self._lanes_of(core, msg.topic)
                     if lanes:
                         lane = self._next(lanes)
                         added = core.add(lane, msg, callback, False, self.send_timeout_ms)
                 if added is not None:
-                    if not isinstance(added, str):
-                        return added
-                    self._refused(msg, added)
+                    return added
+                # Not taken: it cannot be batched (a body to compress, a delay), or no lane.
             elif self._batchable_topic(msg.topic):
                 # A queue the caller chose (no retry elsewhere), or fault avoidance's pick.
                 chosen = self._choose(Prepared(msg.topic, {}, b"", ""), queue, selector, arg, msg)
@@ -295,9 +295,8 @@ class Producer(NativeSends):
                 if addr is not None:
                     lane = self._lane(core, addr, mq)
                     added = core.add(lane, msg, callback, chosen is not None, self.send_timeout_ms)
-                    if added is not None and not isinstance(added, str):
+                    if added is not None:
                         return added
-                    self._refused(msg, added or "")
                 # Sent alone (an unknown broker fails through the future, as always).
                 return self._send_async(self._prepare(msg), chosen, callback, timeout_ms)
         prepared = self._prepare(msg)
@@ -312,8 +311,10 @@ class Producer(NativeSends):
         core = self._core
         if core is None or not self.auto_batch or self.send_latency_fault_enable:
             return None
-        added = core.add(None, msg, None, False, 0)
-        return None if added is None or isinstance(added, str) else added
+        try:
+            return core.add(None, msg, None, False, 0)
+        except ClientError:  # the accumulator is full (or closed): the caller may wait
+            return None
 
     def send_batch_async(
         self,

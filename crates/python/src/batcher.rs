@@ -1,30 +1,30 @@
-//! The producer's auto-batching below the GIL (see `rocketpy_remoting::batch`): Python
+//! The producer's auto-batching below the GIL (see `rocketpy_client::batch`): Python
 //! adds one message at a time (`ProducerCore.add`); each lane (broker address, topic, queue)
-//! leaves as SEND_BATCH_MESSAGE, or SEND_MESSAGE_V2 when it holds one message. A stored
+//! leaves as one request (`rocketpy_client::requests`). A stored
 //! answer completes its messages here, in the order they were added; a failed one reaches
 //! Python once per request, on the callback thread, with its messages to retry or fail.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
+use rocketpy_client::{BatchSink, Template};
 use rocketpy_protocol::code::request;
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::BatchSink;
 
 use crate::callbacks;
 use crate::client::RemotingResponse;
 use crate::client_metrics;
 use crate::errors;
 use crate::send_answers::{Answers, Stored};
-use crate::send_lanes::{Lane, Template};
+use crate::send_lanes::{Lane, Lanes};
 use crate::send_results::{Outcome, Pending, ResultMaker};
 
 /// Builds a producer's batched requests and hands their answers to Python.
 pub struct Sink {
-    pub template: Arc<Template>,
+    pub lanes: Arc<Lanes>,
+    pub template: Template,
     /// `on_failed(addr, topic, broker_name, queue_id, response, error, items)`.
     pub on_failed: Arc<Py<PyAny>>,
     /// `on_latency(broker_name, elapsed_s, failed)`, for fault avoidance.
@@ -33,41 +33,11 @@ pub struct Sink {
     pub answers: Arc<Answers>,
 }
 
-/// The flag, body range and properties of one encoded batch item (the layout
-/// `encode_batch_item` writes: `[total][magic][crc][flag][bodyLen][body][propLen][props]`).
-fn split_item(item: &[u8]) -> Option<(i32, std::ops::Range<usize>, String)> {
-    let be = |at: usize| {
-        item.get(at..at + 4)
-            .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let flag = be(12)?;
-    let body_len = usize::try_from(be(16)?).ok()?;
-    let body = 20..20 + body_len;
-    let props_len = item.get(body.end..body.end + 2)?;
-    let props_len = u16::from_be_bytes([props_len[0], props_len[1]]) as usize;
-    let props = item.get(body.end + 2..body.end + 2 + props_len)?;
-    Some((flag, body, String::from_utf8_lossy(props).into_owned()))
-}
-
 impl BatchSink<u32, Pending> for Sink {
     fn request(&self, lane: &u32, body: Vec<u8>, count: usize) -> (String, RemotingCommand) {
         // Lanes are only ever added, and items only enter through a lane that exists.
-        let lane = &*self.template.lane(*lane).expect("a known lane");
-        // One message goes as a plain send: every broker takes it, and it is stored exactly
-        // as a single send stores it.
-        if count == 1 {
-            if let Some((flag, range, props)) = split_item(&body) {
-                let header = self.template.header(lane, flag, Some(props), false);
-                let mut cmd =
-                    RemotingCommand::request(request::SEND_MESSAGE_V2).with_header(&header);
-                cmd.body = Bytes::from(body).slice(range);
-                return (lane.addr.clone(), cmd);
-            }
-        }
-        let header = self.template.header(lane, 0, None, true);
-        let mut cmd = RemotingCommand::request(request::SEND_BATCH_MESSAGE).with_header(&header);
-        cmd.body = Bytes::from(body);
-        (lane.addr.clone(), cmd)
+        let lane = self.lanes.get(*lane).expect("a known lane");
+        (lane.addr.clone(), self.template.batch(&lane, body, count))
     }
 
     fn done(
@@ -77,7 +47,7 @@ impl BatchSink<u32, Pending> for Sink {
         elapsed: Duration,
         result: rocketpy_remoting::Result<RemotingCommand>,
     ) {
-        let lane = self.template.lane(*lane).expect("a known lane");
+        let lane = self.lanes.get(*lane).expect("a known lane");
         let answers = self.answers.clone();
         let stored = matches!(&result, Ok(cmd) if answers.stored(cmd).is_some());
         let count = items.len() as u64;
@@ -165,9 +135,14 @@ fn complete(
     let outcome = Outcome {
         status: stored.status.bind(py).clone(),
         queue,
-        region: PyString::new(py, stored.region()).into_any(),
-        ids: stored.msg_ids().split(',').map(str::to_owned).collect(),
-        first_offset: stored.offset(),
+        region: PyString::new(py, stored.answer.region()).into_any(),
+        ids: stored
+            .answer
+            .msg_ids()
+            .split(',')
+            .map(str::to_owned)
+            .collect(),
+        first_offset: stored.answer.offset(),
     };
     if let Err(err) = maker.complete_all(py, &outcome, items) {
         err.write_unraisable(py, None);

@@ -438,7 +438,7 @@ impl RemotingClient {
         fail_on_data_loss: bool,
     ) -> PyResult<(Bound<'py, pyo3::types::PyDict>, i64)> {
         self.owner.check("client")?;
-        let spec = crate::pull_range::PullSpec {
+        let spec = rocketpy_client::pull_range::PullSpec {
             addr: addr.to_owned(),
             group: group.to_owned(),
             topic: topic.to_owned(),

@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use crate::columnar::{ColumnBatch, TagFilter, VarColumn};
-use crate::pull_range::{pull_range, PullSpec, Window};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
+use rocketpy_client::pull_range::{pull_range, PullSpec, Window};
 use rocketpy_remoting::RemotingClient as NativeClient;
 use rocketpy_store::reader::StoreReader as NativeReader;
 

@@ -10,21 +10,21 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyString;
+use rocketpy_client::Template;
 use rocketpy_protocol::code::request;
-use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::RemotingClient as NativeClient;
 
 use crate::client::{invoke_blocking, RemotingResponse};
 use crate::client_metrics;
 use crate::errors;
 use crate::send_answers::Answers;
-use crate::send_lanes::{Lane, Outgoing, Template};
+use crate::send_lanes::{Lane, Outgoing};
 use crate::send_results::ResultMaker;
 
 /// A producer's direct sends.
 pub struct DirectSend {
     pub client: NativeClient,
-    pub template: Arc<Template>,
+    pub template: Template,
     pub results: Arc<ResultMaker>,
     pub answers: Arc<Answers>,
 }
@@ -102,11 +102,8 @@ impl DirectSend {
         out: Outgoing<'_>,
         timeout: Duration,
     ) -> PyResult<SendOutcome> {
-        let header = self
-            .template
-            .header(lane, out.flag, Some(out.properties), false);
-        let mut cmd = RemotingCommand::request(request::SEND_MESSAGE_V2).with_header(&header);
-        cmd.body = Bytes::copy_from_slice(out.body.as_bytes());
+        let body = Bytes::copy_from_slice(out.body.as_bytes());
+        let cmd = self.template.single(lane, out.flag, out.properties, body);
         let started = Instant::now();
         let answer = invoke_blocking(py, &self.client, &lane.addr, cmd, timeout)?;
         let elapsed = started.elapsed();
@@ -140,10 +137,10 @@ impl DirectSend {
             [
                 stored.status.bind(py).clone(),
                 PyString::new(py, &out.uniq).into_any(),
-                PyString::new(py, stored.msg_ids()).into_any(),
+                PyString::new(py, stored.answer.msg_ids()).into_any(),
                 stored.queue(py, lane, &answers.queue_type)?,
-                stored.offset().into_pyobject(py)?.into_any(),
-                PyString::new(py, stored.region()).into_any(),
+                stored.answer.offset().into_pyobject(py)?.into_any(),
+                PyString::new(py, stored.answer.region()).into_any(),
                 stored.transaction_id(py),
             ],
         )?;

@@ -20,14 +20,12 @@ mod pending;
 mod process;
 mod producer_core;
 mod protocol;
-mod pull_range;
 mod runtime;
 mod send_answers;
 mod send_lanes;
 mod send_results;
 mod server;
 mod store;
-mod topic_lanes;
 mod unique_id;
 
 use pyo3::prelude::*;

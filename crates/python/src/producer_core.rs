@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use rocketpy_client::{Accumulator, AddError, BatchSettings, Template, TopicLanes};
 use rocketpy_protocol::message::batch::encode_batch_item;
-use rocketpy_remoting::{Accumulator, AddError, BatchSettings};
 
 use crate::batcher::Sink;
 use crate::client::RemotingClient;
@@ -18,16 +18,15 @@ use crate::errors::ClientError;
 use crate::outgoing::Message;
 use crate::process::{self, Owner};
 use crate::send_answers::Answers;
-use crate::send_lanes::{Outgoing, Template};
+use crate::send_lanes::{self, Lanes, Outgoing};
 use crate::send_results::{FutureMaker, Pending, ResultMaker};
-use crate::topic_lanes::TopicLanes;
 use crate::unique_id::UniqueIds;
 
 /// A producer's native send paths.
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct ProducerCore {
     accumulator: Accumulator<u32, Pending>,
-    template: Arc<Template>,
+    lanes: Arc<Lanes>,
     /// Per topic, the lanes of its write queues (set by Python from the route), for sends
     /// that name no lane.
     topics: TopicLanes,
@@ -92,11 +91,12 @@ impl ProducerCore {
             total_max_bytes: total_max_bytes.max(1),
             timeout: Duration::from_millis(timeout_ms.max(1)),
         };
-        let template = Arc::new(Template::new(
+        let template = Template {
             group,
             default_topic,
             default_topic_queue_nums,
-        ));
+        };
+        let lanes = Arc::new(Lanes::default());
         let maker = Arc::new(ResultMaker::new(py, result_type));
         let answers = Arc::new(Answers {
             statuses,
@@ -104,6 +104,7 @@ impl ProducerCore {
             client_id,
         });
         let sink = Arc::new(Sink {
+            lanes: lanes.clone(),
             template: template.clone(),
             on_failed: Arc::new(on_failed),
             on_latency: on_latency.map(Arc::new),
@@ -116,11 +117,11 @@ impl ProducerCore {
             accumulator: Accumulator::new(settings, native.clone(), runtime, sink),
             direct: DirectSend {
                 client: native,
-                template: template.clone(),
+                template,
                 results: maker,
                 answers,
             },
-            template,
+            lanes,
             topics: TopicLanes::default(),
             unique_ids,
             futures: FutureMaker::new(future_type),
@@ -132,7 +133,7 @@ impl ProducerCore {
     /// The number of the lane to queue `queue_id` of `topic` on broker `broker_name` at
     /// `addr` (the same number for the same four).
     fn lane(&self, addr: String, broker_name: String, topic: String, queue_id: i32) -> u32 {
-        self.template.lane_id(addr, broker_name, topic, queue_id)
+        self.lanes.id(addr, broker_name, topic, queue_id)
     }
 
     /// The lanes that sends of `topic` naming no lane take in turn (from its route).
@@ -168,13 +169,16 @@ impl ProducerCore {
         };
         let lane = match (lane, &sticky) {
             (Some(lane), _) => lane,
-            (None, Some(topic)) => match self.topics.sticky(topic, &self.accumulator) {
+            (None, Some(topic)) => match self
+                .topics
+                .sticky(topic, |lane| self.accumulator.gathering(&lane))
+            {
                 Some(lane) => lane,
                 None => return Ok(None),
             },
             (None, None) => return Ok(None),
         };
-        self.template.lane(lane)?;
+        send_lanes::lane(&self.lanes, lane)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
             return Ok(None);
         };
@@ -252,7 +256,7 @@ impl ProducerCore {
                 None => return Ok(SendOutcome::unsent()),
             },
         };
-        let lane = self.template.lane(lane_id)?;
+        let lane = send_lanes::lane(&self.lanes, lane_id)?;
         let Some(out) = Outgoing::read(message, self.unique_ids.get(), self.compress_over)? else {
             return Ok(SendOutcome::unsent());
         };

@@ -6,7 +6,6 @@
 //! - [`processor`]: dispatch of requests to processors by request code.
 //! - [`tls`], [`stream`]: TLS on connections (RocketMQ's `tls.*` keys).
 
-pub mod batch;
 pub mod budget;
 pub mod client;
 pub mod connection;
@@ -19,7 +18,6 @@ pub mod server;
 pub mod stream;
 pub mod tls;
 
-pub use batch::{Accumulator, AddError, Added, BatchSettings, BatchSink};
 pub use budget::{Marks, Reservation};
 pub use client::{ClientConfig, RemotingClient};
 pub use connection::{BoxFuture, Connection, Reply, RequestHandler};

@@ -1,6 +1,5 @@
 //! Transport tests: a real server and client on loopback.
 
-mod batch;
 mod budget;
 mod direct;
 mod tls;

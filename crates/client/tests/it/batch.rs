@@ -1,14 +1,14 @@
-//! The request batching of `rocketpy_remoting::batch` against a real server on loopback.
+//! The request batching of `rocketpy_client::batch` against a real server on loopback.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rocketpy_client::{Accumulator, AddError, Added, BatchSettings, BatchSink};
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{
-    Accumulator, AddError, Added, BatchSettings, BatchSink, ClientConfig, ProcessorTable,
-    RemotingClient, RemotingServer, Reply, ServerConfig,
+    ClientConfig, ProcessorTable, RemotingClient, RemotingServer, Reply, ServerConfig,
 };
 
 const BATCH: i32 = 1100;

@@ -13,9 +13,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use rocketpy_remoting::{Accumulator, Added};
-
-use crate::send_results::Pending;
+use crate::batch::Added;
 
 /// One topic's lanes.
 struct Lanes {
@@ -71,13 +69,14 @@ impl TopicLanes {
 
     /// The lane of `topic` that auto-batched sends fill now, moving on when the batch filled
     /// there last is full or sent (see the module docs); None when the topic has no lanes.
+    /// `gathering(lane)` is the batch gathering on a lane now (`Accumulator::gathering`).
     /// Tell the outcome with [`TopicLanes::added`].
-    pub fn sticky(&self, topic: &str, accumulator: &Accumulator<u32, Pending>) -> Option<u32> {
+    pub fn sticky(&self, topic: &str, gathering: impl Fn(u32) -> Option<u64>) -> Option<u32> {
         let lanes = self.get(topic)?;
         let mut sticky = lanes.sticky.lock().unwrap_or_else(|e| e.into_inner());
         let lane = lanes.ids[sticky.index % lanes.ids.len()];
         if let Some((filled, batch)) = sticky.filling {
-            if filled == lane && accumulator.gathering(&lane) != Some(batch) {
+            if filled == lane && gathering(lane) != Some(batch) {
                 sticky.index = sticky.index.wrapping_add(1);
                 sticky.filling = None;
                 return Some(lanes.ids[sticky.index % lanes.ids.len()]);
@@ -102,5 +101,83 @@ impl TopicLanes {
             }
             _ => sticky.filling = (!added.sent_alone).then_some((lane, added.batch)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn added(batch: u64, sent_alone: bool) -> Added {
+        Added { batch, sent_alone }
+    }
+
+    #[test]
+    fn synchronous_sends_take_the_lanes_in_turn() {
+        let lanes = TopicLanes::default();
+        assert_eq!(lanes.next("T"), None);
+        lanes.set("T".into(), vec![4, 5, 6]);
+        let taken: Vec<_> = (0..7).filter_map(|_| lanes.next("T")).collect();
+        assert_eq!(taken, [4, 5, 6, 4, 5, 6, 4]);
+        lanes.set("Empty".into(), vec![]);
+        assert_eq!(
+            lanes.next("Empty"),
+            None,
+            "no lanes is no lane, not a panic"
+        );
+        lanes.forget("T");
+        assert_eq!(lanes.next("T"), None);
+    }
+
+    #[test]
+    fn batched_sends_stick_to_a_lane_until_its_batch_is_full_or_sent() {
+        let lanes = TopicLanes::default();
+        lanes.set("T".into(), vec![10, 11]);
+        // Batch 1 gathers on lane 10: the next sends join it.
+        let gathering = |lane: u32| (lane == 10).then_some(1);
+        assert_eq!(lanes.sticky("T", gathering), Some(10));
+        lanes.added("T", 10, added(1, false));
+        assert_eq!(lanes.sticky("T", gathering), Some(10));
+        lanes.added("T", 10, added(1, false));
+        // Batch 1 left (nothing gathers on 10 now): move on to 11.
+        assert_eq!(lanes.sticky("T", |_| None), Some(11));
+        lanes.added("T", 11, added(2, false));
+        // A send that started the next batch on 11 (the one it filled is full): move on.
+        lanes.added("T", 11, added(3, false));
+        assert_eq!(
+            lanes.sticky("T", |lane| (lane == 11).then_some(3)),
+            Some(10)
+        );
+    }
+
+    #[test]
+    fn a_message_sent_alone_leaves_the_choice_where_it_is() {
+        let lanes = TopicLanes::default();
+        lanes.set("T".into(), vec![1, 2]);
+        assert_eq!(lanes.sticky("T", |_| None), Some(1));
+        lanes.added("T", 1, added(7, true));
+        // Nothing was filling: the next ones gather behind it on the same lane.
+        assert_eq!(lanes.sticky("T", |_| None), Some(1));
+        assert_eq!(lanes.sticky("Unknown", |_| None), None);
+    }
+
+    #[test]
+    fn over_many_batches_the_lanes_get_equal_shares() {
+        let lanes = TopicLanes::default();
+        lanes.set("T".into(), vec![0, 1, 2, 3]);
+        let mut per_lane = [0u32; 4];
+        let mut batch = 0u64;
+        for i in 0..4000u64 {
+            // Each batch holds 10 messages, then leaves.
+            let lane = lanes
+                .sticky("T", |_| (i % 10 != 0).then_some(batch))
+                .expect("a lane");
+            if i % 10 == 0 {
+                batch += 1;
+            }
+            lanes.added("T", lane, added(batch, false));
+            per_lane[lane as usize] += 1;
+        }
+        assert!(per_lane.iter().all(|&n| n == 1000), "{per_lane:?}");
     }
 }

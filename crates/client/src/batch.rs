@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
 
-use crate::client::RemotingClient;
-use crate::error::Result;
 use rocketpy_protocol::RemotingCommand;
+use rocketpy_remoting::{RemotingClient, Result};
 
 /// Limits of an [`Accumulator`].
 #[derive(Debug, Clone)]

@@ -1,0 +1,3 @@
+//! The client core against real servers on loopback.
+
+mod batch;

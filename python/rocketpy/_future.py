@@ -25,6 +25,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
+from rocketpy._native import on_callback_thread
+from rocketpy.errors import ClientError
+
 T = TypeVar("T")
 
 _PENDING = "PENDING"
@@ -73,6 +76,30 @@ class SendFuture(Future, Generic[T]):  # type: ignore[type-arg]
         if self._lazy_callbacks is None:
             self._lazy_callbacks = []
         return self._lazy_callbacks
+
+    def result(self, timeout: float | None = None) -> T:
+        """The send's result, waiting up to ``timeout`` seconds (see :class:`Future`).
+
+        Raises:
+            ClientError: called on rocketpy's callback thread (in a send callback) before the
+                send finished: that thread is what finishes it, so the wait could never end.
+        """
+        self._refuse_waiting_on_the_callback_thread()
+        return super().result(timeout)  # type: ignore[no-any-return]
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        """The send's error, or None (see :meth:`result` for what is refused)."""
+        self._refuse_waiting_on_the_callback_thread()
+        return super().exception(timeout)
+
+    def _refuse_waiting_on_the_callback_thread(self) -> None:
+        if self._state == _PENDING and on_callback_thread():
+            raise ClientError(
+                "waiting for a send's result inside a rocketpy callback would never end: "
+                "the callback thread is what completes sends; chain a callback "
+                "(send_async(msg, callback) or add_done_callback) or send synchronously "
+                "with Producer.send()"
+            )
 
     def _finish(self, result: T | None, error: BaseException | None) -> bool:
         """Ends the future with ``result`` or ``error``; False when it had been cancelled."""

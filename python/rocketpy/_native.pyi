@@ -65,6 +65,9 @@ class UniqueIds:
     def __init__(self, prefix: str, roll: Callable[[int], tuple[int, int]]) -> None: ...
     def next(self) -> str: ...
 
+def on_callback_thread() -> bool:
+    """Whether this is rocketpy's callback thread (where async sends complete)."""
+
 class SendOutcome:
     """How a direct send (``ProducerCore.send``) ended: ``result`` when the broker stored
     the message; else, when it went (``lane`` set, ``failed`` true), the ``unique_id`` it

@@ -403,3 +403,28 @@ def test_sends_stick_to_a_queue_per_batch_and_share_the_queues_out_evenly(dev: D
     assert runs < n / 10, f"{runs} runs of one queue for {n} messages"
     requests = sum(after.get(c, 0) - before.get(c, 0) for c in (SEND_V2, SEND_BATCH))
     assert requests < n / 10, f"{requests} requests for {n} messages"
+
+
+def test_waiting_for_a_result_inside_a_callback_is_refused_not_a_deadlock(dev: DevServer) -> None:
+    # Send callbacks run on the one thread that completes sends: waiting there for another
+    # send would wait forever. It is refused at once; a synchronous send there works.
+    p = producer(dev, "auto-batch-wait-in-callback")
+    seen: list[object] = []
+    done = threading.Event()
+
+    def callback(result: SendResult | None, error: BaseException | None) -> None:
+        try:
+            p.send_async(Message("AutoBatchWait", b"inner")).result(30)
+        except ClientError as e:
+            seen.append(e)
+        seen.append(p.send(Message("AutoBatchWait", b"sync")).status)
+        done.set()
+
+    try:
+        p.send_async(Message("AutoBatchWait", b"outer"), callback).result(30)
+        assert done.wait(30)
+    finally:
+        p.shutdown()
+    refused, status = seen
+    assert isinstance(refused, ClientError) and "callback" in str(refused)
+    assert status is SendStatus.SEND_OK

@@ -26,6 +26,18 @@ static SENDER: PerProcess<Sender<Job>> = PerProcess::new();
 /// attaches, or the exit hook sees this and waits for it.
 static ATTACHED: AtomicBool = AtomicBool::new(false);
 
+thread_local! {
+    /// True on the callback thread only.
+    static ON_CALLBACK_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this is rocketpy's callback thread: there, waiting for an unfinished send's
+/// result would wait forever (this thread is what finishes it), so `SendFuture` refuses.
+#[pyfunction]
+pub fn on_callback_thread() -> bool {
+    ON_CALLBACK_THREAD.with(|on| on.get())
+}
+
 /// Whether the callback thread is attached to Python.
 pub fn attached() -> bool {
     ATTACHED.load(Ordering::SeqCst)
@@ -37,6 +49,7 @@ fn sender() -> &'static Sender<Job> {
         std::thread::Builder::new()
             .name("rocketpy-callbacks".into())
             .spawn(move || {
+                ON_CALLBACK_THREAD.with(|on| on.set(true));
                 while let Ok(job) = rx.recv() {
                     ATTACHED.store(true, Ordering::SeqCst);
                     if process::exiting() {

@@ -56,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Broker>()?;
     m.add_class::<store::EmbeddedStore>()?;
     m.add_class::<columns::StoreReader>()?;
+    m.add_function(wrap_pyfunction!(callbacks::on_callback_thread, m)?)?;
     m.add_function(wrap_pyfunction!(message::decode_messages, m)?)?;
     m.add_function(wrap_pyfunction!(message::encode_properties, m)?)?;
     m.add_function(wrap_pyfunction!(message::decode_properties, m)?)?;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -125,8 +125,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches over the queues' growing offsets; the offsets live in Spark's checkpoint
     as ``{"topic": {"brokerName": {"queueId": offset}}}``."""
 
-    def __init__(self, opts: ReadOptions) -> None:
+    def __init__(self, opts: ReadOptions, clock: Callable[[], float] = time.monotonic) -> None:
         self.opts = opts
+        #: Seconds, for ``maxTriggerDelay`` (a manual clock in tests).
+        self.clock = clock
         self._catalog: Catalog | None = None
         self._target: dict[str, Any] | None = None
         self._last_trigger = 0.0
@@ -198,7 +200,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rule; the first trigger of a run never waits, AvailableNow never waits)."""
         if not self.opts.min_offsets_per_trigger:
             return False
-        now = time.monotonic()
+        now = self.clock()
         new = sum(latest[q] - begin.get(q, latest[q]) for q in latest)
         waited_ms = (now - self._last_trigger) * 1000 if self._last_trigger else None
         if (

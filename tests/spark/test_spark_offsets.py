@@ -111,7 +111,8 @@ def test_min_offsets_per_trigger_waits_up_to_the_delay(shared_dev):
         "namesrv": shared_dev.namesrv, "topic": "SparkMinRows", "startingOffsets": "earliest",
         "minOffsetsPerTrigger": "50", "maxTriggerDelay": "1s", "commitOffsetsToBroker": "false",
     }  # fmt: skip
-    reader = StreamReader(ReadOptions.parse(options, streaming=True))
+    now = [1000.0]  # the reader's clock (s): moved by the test, not slept through
+    reader = StreamReader(ReadOptions.parse(options, streaming=True), clock=lambda: now[0])
     start = reader.initialOffset()
     first = reader.latestOffset(start, ReadAllAvailable())
     assert first != start, "the first trigger of a run never waits"
@@ -122,7 +123,9 @@ def test_min_offsets_per_trigger_waits_up_to_the_delay(shared_dev):
     assert enough != first, "55 new messages: a micro-batch"
     send(shared_dev, "SparkMinRows", [b"d"] * 3)
     assert reader.latestOffset(enough, ReadAllAvailable()) == enough
-    time.sleep(1.1)
+    now[0] += 0.999
+    assert reader.latestOffset(enough, ReadAllAvailable()) == enough, "within maxTriggerDelay"
+    now[0] += 0.002
     late = reader.latestOffset(enough, ReadAllAvailable())
     total = lambda o: sum(o["SparkMinRows"]["broker-a"].values())  # noqa: E731
     assert total(late) == total(enough) + 3, "after maxTriggerDelay, whatever is there"

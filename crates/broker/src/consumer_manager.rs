@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use rocketpy_protocol::body::admin::{ClientConnection, ConsumerConnection};
@@ -19,7 +19,8 @@ struct Member {
     conn: Arc<Connection>,
     /// The client's language and protocol version (its heartbeat's header), for mqadmin.
     client: (LanguageCode, i32),
-    last_update: Instant,
+    /// The last heartbeat, in ms of the broker's clock.
+    last_update: i64,
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +54,7 @@ impl ConsumerManager {
         conn: &Arc<Connection>,
         client: (LanguageCode, i32),
         data: &ConsumerData,
+        now: i64,
     ) -> Option<Changed> {
         let mut groups = self.groups.write();
         let group = groups.entry(data.group_name.clone()).or_default();
@@ -85,7 +87,7 @@ impl ConsumerManager {
             Member {
                 conn: conn.clone(),
                 client,
-                last_update: Instant::now(),
+                last_update: now,
             },
         );
         let changed = previous.map(|p| p.conn.id() != conn.id()).unwrap_or(true);
@@ -114,10 +116,10 @@ impl ConsumerManager {
         self.remove_where(|m| m.conn.id() == conn_id)
     }
 
-    /// Removes members silent for longer than `expiry`.
-    pub fn scan_expired(&self, expiry: Duration) -> Vec<Changed> {
+    /// Removes members silent for longer than `expiry` at `now` (ms of the broker's clock).
+    pub fn scan_expired(&self, expiry: Duration, now: i64) -> Vec<Changed> {
         self.remove_where(|m| {
-            let dead = m.last_update.elapsed() > expiry;
+            let dead = now.saturating_sub(m.last_update) > expiry.as_millis() as i64;
             if dead {
                 tracing::warn!(peer = %m.conn.peer(), "consumer expired: no heartbeat within {expiry:?}");
                 m.conn.close();

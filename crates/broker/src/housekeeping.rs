@@ -39,8 +39,15 @@ async fn persist_and_expire(broker: Arc<BrokerInner>, expiry: Duration) {
             tracing::error!(error = %e, "writing subscriptionGroup.json failed (changes stay in its journal)");
         }
     }
-    broker.producers.scan_expired(expiry);
-    for changed in broker.consumers.scan_expired(expiry) {
+    expire_idle_clients(&broker, expiry);
+}
+
+/// Removes producers and consumers silent for longer than `expiry` by the broker's clock
+/// (a round of [`tables`]; tests on a manual clock run it after moving the clock).
+pub fn expire_idle_clients(broker: &BrokerInner, expiry: Duration) {
+    let now = broker.now_millis();
+    broker.producers.scan_expired(expiry, now);
+    for changed in broker.consumers.scan_expired(expiry, now) {
         processor::client::notify_consumer_ids_changed(changed);
     }
 }

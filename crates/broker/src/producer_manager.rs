@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use rocketpy_protocol::body::admin::ClientConnection;
@@ -16,7 +16,8 @@ struct Member {
     conn: Arc<Connection>,
     /// The client's language and protocol version (its heartbeat's header), for mqadmin.
     client: (LanguageCode, i32),
-    last_update: Instant,
+    /// The last heartbeat, in ms of the broker's clock.
+    last_update: i64,
 }
 
 /// Producer groups known to this broker: group -> client id -> member.
@@ -26,18 +27,19 @@ pub struct ProducerManager {
 }
 
 impl ProducerManager {
-    /// Records a heartbeat of `client_id` in `group`.
+    /// Records a heartbeat of `client_id` in `group` at `now` (ms of the broker's clock).
     pub fn register(
         &self,
         group: &str,
         client_id: &str,
         conn: &Arc<Connection>,
         client: (LanguageCode, i32),
+        now: i64,
     ) {
         let member = Member {
             conn: conn.clone(),
             client,
-            last_update: Instant::now(),
+            last_update: now,
         };
         let mut groups = self.groups.write();
         groups
@@ -62,9 +64,9 @@ impl ProducerManager {
         self.remove_where(|m| m.conn.id() == conn_id);
     }
 
-    /// Removes members silent for longer than `expiry`.
-    pub fn scan_expired(&self, expiry: Duration) {
-        self.remove_where(|m| m.last_update.elapsed() > expiry);
+    /// Removes members silent for longer than `expiry` at `now` (ms of the broker's clock).
+    pub fn scan_expired(&self, expiry: Duration, now: i64) {
+        self.remove_where(|m| now.saturating_sub(m.last_update) > expiry.as_millis() as i64);
     }
 
     fn remove_where(&self, dead: impl Fn(&Member) -> bool) {

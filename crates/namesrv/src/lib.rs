@@ -8,6 +8,7 @@ pub mod route_info;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rocketpy_protocol::clock::Clock;
 use rocketpy_remoting::{RemotingServer, ServerConfig, TlsConfig};
 use tokio::task::JoinHandle;
 
@@ -63,10 +64,20 @@ impl NameServer {
         config: NamesrvConfig,
         tls: TlsConfig,
     ) -> rocketpy_remoting::Result<NameServer> {
+        Self::start_with_clock(config, tls, Clock::system()).await
+    }
+
+    /// [`NameServer::start_with_tls`] measuring brokers' silence on `clock` (a manual
+    /// clock in tests).
+    pub async fn start_with_clock(
+        config: NamesrvConfig,
+        tls: TlsConfig,
+        clock: Clock,
+    ) -> rocketpy_remoting::Result<NameServer> {
         let tls = tls
             .server()
             .map_err(|e| rocketpy_remoting::RemotingError::Io(std::io::Error::other(e)))?;
-        let routes = Arc::new(RouteInfoManager::new());
+        let routes = Arc::new(RouteInfoManager::with_clock(clock));
         let mut table = processor::processor_table(routes.clone());
         let acl = match config.acl_enable {
             true => {

@@ -6,7 +6,9 @@
 //! (removed together when the last address of a broker name goes).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use rocketpy_protocol::clock::Clock;
 
 use parking_lot::RwLock;
 use rocketpy_protocol::body::{
@@ -44,7 +46,8 @@ pub struct RegisterResult {
 
 #[derive(Debug)]
 struct LiveInfo {
-    last_update: Instant,
+    /// ms of the name server's clock.
+    last_update: i64,
     data_version: DataVersion,
     connection_id: u64,
     ha_server_addr: String,
@@ -66,12 +69,32 @@ struct Tables {
 #[derive(Debug, Default)]
 pub struct RouteInfoManager {
     tables: RwLock<Tables>,
+    /// What "silent for" is measured on (a manual clock in tests).
+    clock: Clock,
 }
 
 impl RouteInfoManager {
     /// Empty tables.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Tables whose brokers' silence is measured on `clock`.
+    pub fn with_clock(clock: Clock) -> Self {
+        RouteInfoManager {
+            tables: RwLock::default(),
+            clock,
+        }
+    }
+
+    /// When `broker_addr` last registered (or queried an unchanged data version), in ms of
+    /// this name server's clock; None when it is not live.
+    pub fn last_heard(&self, broker_addr: &str) -> Option<i64> {
+        self.tables
+            .read()
+            .live
+            .get(broker_addr)
+            .map(|l| l.last_update)
     }
 
     /// Records a broker and, for masters, its topics (replacing what it reported before).
@@ -147,7 +170,7 @@ impl RouteInfoManager {
         t.live.insert(
             reg.broker_addr.clone(),
             LiveInfo {
-                last_update: Instant::now(),
+                last_update: self.clock.now_millis(),
                 data_version: reg.data_version,
                 connection_id: reg.connection_id,
                 ha_server_addr: reg.ha_server_addr,
@@ -183,7 +206,7 @@ impl RouteInfoManager {
             Some(live) => {
                 let changed = live.data_version != *version;
                 if !changed {
-                    live.last_update = Instant::now();
+                    live.last_update = self.clock.now_millis();
                 }
                 (changed, Some(live.data_version.clone()))
             }
@@ -242,11 +265,12 @@ impl RouteInfoManager {
 
     /// Removes brokers silent for longer than `expiry`; returns their addresses.
     pub fn scan_not_active(&self, expiry: Duration) -> Vec<String> {
+        let now = self.clock.now_millis();
         let mut t = self.tables.write();
         let dead: Vec<String> = t
             .live
             .iter()
-            .filter(|(_, l)| l.last_update.elapsed() > expiry)
+            .filter(|(_, l)| now.saturating_sub(l.last_update) > expiry.as_millis() as i64)
             .map(|(a, _)| a.clone())
             .collect();
         for addr in &dead {
@@ -410,7 +434,8 @@ mod tests {
 
     #[test]
     fn an_unchanged_data_version_query_keeps_the_broker_alive() {
-        let m = RouteInfoManager::new();
+        let clock = Clock::manual(0);
+        let m = RouteInfoManager::with_clock(clock.clone());
         let v = |counter| DataVersion {
             timestamp: 1,
             counter,
@@ -419,13 +444,13 @@ mod tests {
         assert_eq!(m.query_data_version("h1:1", &v(1)), (true, None), "unknown");
         m.register_broker(reg("a", "h1:1", 0, &["T1"], 1, 1));
         assert_eq!(m.query_data_version("h1:1", &v(2)), (true, Some(v(1))));
-        std::thread::sleep(Duration::from_millis(30));
+        clock.advance(30);
         assert_eq!(m.query_data_version("h1:1", &v(1)), (false, Some(v(1))));
         assert!(
             m.scan_not_active(Duration::from_millis(20)).is_empty(),
             "the unchanged query refreshed the broker"
         );
-        std::thread::sleep(Duration::from_millis(30));
+        clock.advance(30);
         m.query_data_version("h1:1", &v(2));
         assert_eq!(
             m.scan_not_active(Duration::from_millis(20)),
@@ -471,12 +496,18 @@ mod tests {
 
     #[test]
     fn expiry() {
-        let m = RouteInfoManager::new();
+        let clock = Clock::manual(1_000);
+        let m = RouteInfoManager::with_clock(clock.clone());
         m.register_broker(reg("a", "h1:1", 0, &["T"], 1, 1));
-        assert!(m.scan_not_active(Duration::from_secs(60)).is_empty());
-        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(m.last_heard("h1:1"), Some(1_000));
+        clock.advance(60_000);
+        assert!(
+            m.scan_not_active(Duration::from_secs(60)).is_empty(),
+            "60 s: not over"
+        );
+        clock.advance(1);
         assert_eq!(
-            m.scan_not_active(Duration::from_millis(5)),
+            m.scan_not_active(Duration::from_secs(60)),
             vec!["h1:1".to_string()]
         );
         assert!(m.topic_route("T").is_none());

@@ -54,10 +54,11 @@ pub fn heart_beat(
         ));
     }
     let client = (req.language, req.version);
+    let now = broker.now_millis();
     for producer in &data.producer_data_set {
         broker
             .producers
-            .register(&producer.group_name, &data.client_id, conn, client);
+            .register(&producer.group_name, &data.client_id, conn, client, now);
     }
     for consumer in &data.consumer_data_set {
         let retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{}", consumer.group_name);
@@ -70,9 +71,10 @@ pub fn heart_beat(
         if let Err(e) = super::retry_topic(broker, &consumer.group_name) {
             tracing::warn!(topic = %retry, error = %e.remark, "retry topic not created");
         }
-        if let Some(changed) = broker
-            .consumers
-            .register(&data.client_id, conn, client, consumer)
+        if let Some(changed) =
+            broker
+                .consumers
+                .register(&data.client_id, conn, client, consumer, now)
         {
             tracing::info!(group = %consumer.group_name, client = %data.client_id, "consumer group membership changed");
             notify_consumer_ids_changed(changed);

@@ -262,3 +262,36 @@ fn bad_input_is_refused_and_the_broker_keeps_serving() {
     );
     assert_eq!(ok.code, SUCCESS, "{:?}", ok.remark);
 }
+
+#[test]
+fn clients_silent_for_channel_expired_timeout_are_removed() {
+    let servers = Servers::start_with(|namesrv| {
+        vec![
+            ("namesrvAddr", namesrv.to_string()),
+            ("channelExpiredTimeout", "1000".into()),
+        ]
+    });
+    let mut w = Wire::connect(servers.broker_addr());
+    let heartbeat = br#"{"clientID":"127.0.0.1@short-lived","producerDataSet":[],
+        "consumerDataSet":[{"groupName":"expiring","consumeType":"CONSUME_PASSIVELY",
+        "messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",
+        "subscriptionDataSet":[],"unitMode":false}]}"#;
+    let members = |w: &mut Wire| {
+        w.call(
+            GET_CONSUMER_LIST_BY_GROUP,
+            &[("consumerGroup", "expiring")],
+            b"",
+        )
+        .code
+    };
+    assert_eq!(w.call(HEART_BEAT, &[], heartbeat).code, SUCCESS);
+    servers.advance(800);
+    // A heartbeat within the timeout keeps the member: 1600 ms after the first, 800 after it.
+    assert_eq!(w.call(HEART_BEAT, &[], heartbeat).code, SUCCESS);
+    servers.advance(800);
+    assert_eq!(members(&mut w), SUCCESS, "heard from 800 ms ago: kept");
+    // The connection stays open and silent: only expiry removes the member (and closes it).
+    servers.advance(201);
+    let mut other = Wire::connect(servers.broker_addr());
+    assert_ne!(members(&mut other), SUCCESS, "silent for 1001 ms: removed");
+}

@@ -44,7 +44,7 @@ pub struct Servers {
     settings: BrokerSettings,
     _store: tempfile::TempDir,
     pub rt: tokio::runtime::Runtime,
-    /// The broker's clock: manual, moved by [`Servers::advance`] (kept across restarts).
+    /// The servers' clock: manual, moved by [`Servers::advance`] (kept across restarts).
     pub clock: Clock,
 }
 
@@ -62,12 +62,19 @@ impl Servers {
             .build()
             .unwrap();
         let store = tempfile::tempdir().unwrap();
+        // One manual clock for both servers: brokers' silence is measured on it too.
+        let clock = Clock::manual(rocketpy_protocol::clock::now_millis());
+        let namesrv_config = NamesrvConfig {
+            bind_address: "127.0.0.1".into(),
+            listen_port: 0,
+            ..NamesrvConfig::default()
+        };
         let namesrv = rt
-            .block_on(NameServer::start(NamesrvConfig {
-                bind_address: "127.0.0.1".into(),
-                listen_port: 0,
-                ..NamesrvConfig::default()
-            }))
+            .block_on(NameServer::start_with_clock(
+                namesrv_config,
+                Default::default(),
+                clock.clone(),
+            ))
             .unwrap();
         let settings_for = settings;
         let mut settings = BrokerSettings::new(store.path());
@@ -77,7 +84,6 @@ impl Servers {
         for (k, v) in settings_for(namesrv.local_addr()) {
             settings.set(k, &v).unwrap();
         }
-        let clock = Clock::manual(rocketpy_protocol::clock::now_millis());
         let broker = rt
             .block_on(Broker::start_with_clock(settings.clone(), clock.clone()))
             .unwrap();
@@ -129,12 +135,15 @@ impl Servers {
     }
 
     /// Moves the broker's clock `ms` forward and runs the rounds its loops would run at their
-    /// next tick (pop revival, timer delivery): time passes without a test sleeping.
+    /// next tick (pop revival, timer delivery, idle client expiry): time passes without a
+    /// test sleeping.
     pub fn advance(&self, ms: i64) {
         self.clock.advance(ms);
         let inner = self.broker.as_ref().expect("a running broker").inner();
         inner.pop.revive_due(inner, inner.now_millis());
         inner.timer.tick(inner, inner.now_millis());
+        let expiry = std::time::Duration::from_millis(inner.config().channel_expired_timeout);
+        rocketpy_broker::housekeeping::expire_idle_clients(inner, expiry);
     }
 }
 

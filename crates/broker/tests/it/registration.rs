@@ -95,3 +95,29 @@ fn a_broker_without_force_register_asks_while_nothing_changed() {
     assert!(!routed(&servers, "NewAfterStart"));
     wait_for("the broker back", || routed(&servers, "NewAfterStart"));
 }
+
+#[test]
+fn periodic_registration_keeps_a_broker_past_the_name_servers_expiry() {
+    let servers = Servers::start_with(|namesrv| {
+        vec![
+            ("namesrvAddr", namesrv.to_string()),
+            ("registerNameServerPeriod", "100".into()),
+        ]
+    });
+    let routes = servers.namesrv.routes().clone();
+    let addr = servers.broker_addr().to_string();
+    // RocketMQ's brokerChannelExpiredTime: 120 s on the servers' (manual) clock.
+    let expiry = Duration::from_secs(120);
+    for _ in 0..2 {
+        servers.advance(119_000);
+        let now = servers.clock.now_millis();
+        // The broker registers every 100 ms (of real time): the name server hears it at the
+        // new time.
+        wait_for("a registration after the clock moved", || {
+            routes.last_heard(&addr) == Some(now)
+        });
+    }
+    // 238 s after it first registered, heard from just now: live (without the periodic
+    // registration it would have expired; the name server's own unit test shows that).
+    assert!(routes.scan_not_active(expiry).is_empty());
+}

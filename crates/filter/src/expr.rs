@@ -24,6 +24,20 @@ pub enum Lit {
     Str(String),
 }
 
+impl Lit {
+    /// The literal's value (None for NULL).
+    pub fn val(&self) -> Option<Val<'_>> {
+        match self {
+            Lit::Null => None,
+            Lit::Bool(b) => Some(Val::Bool(*b)),
+            Lit::Int(i) => Some(Val::Int(*i)),
+            Lit::Long(l) => Some(Val::Long(*l)),
+            Lit::Double(d) => Some(Val::Double(*d)),
+            Lit::Str(s) => Some(Val::Str(s)),
+        }
+    }
+}
+
 /// A value during evaluation: a literal's or a property's (always a string).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Val<'a> {
@@ -110,14 +124,7 @@ impl Expr {
     /// The expression's value for a message whose properties are `props`.
     pub fn eval<'a>(&'a self, props: &impl Properties<'a>) -> Eval<'a> {
         Ok(match self {
-            Expr::Const(lit) => match lit {
-                Lit::Null => None,
-                Lit::Bool(b) => Some(Val::Bool(*b)),
-                Lit::Int(i) => Some(Val::Int(*i)),
-                Lit::Long(l) => Some(Val::Long(*l)),
-                Lit::Double(d) => Some(Val::Double(*d)),
-                Lit::Str(s) => Some(Val::Str(s)),
-            },
+            Expr::Const(lit) => lit.val(),
             Expr::Prop(name) => props.get(name).map(Val::Str),
             Expr::Neg(e) => match e.eval(props)? {
                 Some(Val::Int(i)) => Some(Val::Int(i.wrapping_neg())),

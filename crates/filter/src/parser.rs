@@ -7,7 +7,7 @@
 //!
 //! Bounded: nesting deeper than [`MAX_DEPTH`] is refused, so the recursion stays small.
 
-use crate::expr::{order, CmpOp, Expr, Lit, TextOp, Val};
+use crate::expr::{order, CmpOp, Expr, Lit, TextOp};
 use crate::lexer::{Kind, Token};
 use crate::FilterError;
 
@@ -150,8 +150,13 @@ impl Parser {
     }
 
     fn equality(&mut self) -> Parsed {
+        self.at_this_depth(Self::equality_chain)
+    }
+
+    /// `chain`, with the depth its operators added given back when it ends.
+    fn at_this_depth(&mut self, chain: fn(&mut Self) -> Parsed) -> Parsed {
         let base = self.depth;
-        let e = self.equality_chain();
+        let e = chain(self);
         self.depth = base;
         e
     }
@@ -192,10 +197,7 @@ impl Parser {
     }
 
     fn comparison(&mut self) -> Parsed {
-        let base = self.depth;
-        let e = self.comparison_chain();
-        self.depth = base;
-        e
+        self.at_this_depth(Self::comparison_chain)
     }
 
     /// `unary (op unary | [NOT] word ...)*`; each operator nests one level deeper.
@@ -410,7 +412,7 @@ fn between(value: Expr, low: Expr, high: Expr, not: bool, at: usize) -> Parsed {
         ]));
     }
     if let (Expr::Const(l), Expr::Const(h)) = (&low, &high) {
-        let (Some(l), Some(h)) = (lit_val(l), lit_val(h)) else {
+        let (Some(l), Some(h)) = (l.val(), h.val()) else {
             return Err(FilterError::at(at, "BETWEEN bounds cannot be NULL"));
         };
         if order(h, l).is_ok_and(|o| o == std::cmp::Ordering::Less) {
@@ -424,15 +426,4 @@ fn between(value: Expr, low: Expr, high: Expr, not: bool, at: usize) -> Parsed {
         ordered(CmpOp::Ge, value.clone(), low, at)?,
         ordered(CmpOp::Le, value, high, at)?,
     ]))
-}
-
-fn lit_val(l: &Lit) -> Option<Val<'_>> {
-    match l {
-        Lit::Null => None,
-        Lit::Bool(b) => Some(Val::Bool(*b)),
-        Lit::Int(i) => Some(Val::Int(*i)),
-        Lit::Long(v) => Some(Val::Long(*v)),
-        Lit::Double(d) => Some(Val::Double(*d)),
-        Lit::Str(s) => Some(Val::Str(s)),
-    }
 }

@@ -179,44 +179,35 @@ fn refusals_name_their_position() {
 
 #[test]
 fn the_longest_accepted_chains_evaluate_and_drop_on_a_small_stack() {
-    // 500 alternatives (1000 operators: = and OR), the bound, on a 256 KiB stack: a chain
-    // is one node, not a tree as deep as it is long.
+    /// `sql` compiled, evaluated with `a` = `value` and dropped on a 256 KiB stack.
+    fn on_small_stack(sql: String, value: &'static str) -> Option<bool> {
+        let worker = std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || {
+                let f = Filter::compile(&sql).expect("compiles");
+                let props = encoded(&[("a", value)]);
+                let found = f.evaluate(&EncodedProperties(&props)).expect("evaluates");
+                drop(f);
+                found
+            });
+        worker.expect("spawn").join().expect("no overflow")
+    }
+    // 500 alternatives (1000 operators: = and OR), the bound: a chain is one node, not a
+    // tree as deep as it is long.
     let sql = (0..500)
         .map(|i| format!("a = {i}"))
         .collect::<Vec<_>>()
         .join(" OR ");
-    let worker = std::thread::Builder::new()
-        .stack_size(256 * 1024)
-        .spawn(move || {
-            let f = Filter::compile(&sql).expect("compiles");
-            let props = encoded(&[("a", "499")]);
-            let found = f.matches(&EncodedProperties(&props));
-            drop(f);
-            found
-        });
-    assert!(worker.expect("spawn").join().expect("no overflow"));
-    // A deep tree accepted (each IS NULL nests the one before, inside 20 parentheses):
-    // 256 KiB is enough.
+    assert_eq!(on_small_stack(sql, "499"), Some(true));
+    // A deep tree accepted: each IS NULL nests the one before, inside 20 parentheses.
     let sql = format!(
         "{}a{}{}",
         "(".repeat(20),
         " IS NULL".repeat(40),
         ")".repeat(20)
     );
-    let worker = std::thread::Builder::new()
-        .stack_size(256 * 1024)
-        .spawn(move || {
-            let f = Filter::compile(&sql).expect("compiles");
-            let props = encoded(&[("a", "1")]);
-            let found = f.evaluate(&EncodedProperties(&props));
-            drop(f);
-            found
-        });
     // (a IS NULL) is FALSE, FALSE IS NULL is FALSE, ...
-    assert_eq!(
-        worker.expect("spawn").join().expect("no overflow"),
-        Ok(Some(false))
-    );
+    assert_eq!(on_small_stack(sql, "1"), Some(false));
 }
 
 proptest! {

@@ -426,6 +426,9 @@ async fn spawn_services(
         }
         None => {}
     }
+    if inner.config().enable_property_filter {
+        tracing::warn!("enablePropertyFilter=true, but rocketpy does not evaluate SQL92 expressions yet: consumers that subscribe by SQL92 are refused (SYSTEM_ERROR), tag subscriptions are served");
+    }
     register::register_all(inner, true).await;
     services.spawn(register::registration_loop(inner.clone(), stop()));
     services.spawn(transaction::check::check_loop(inner.clone(), stop()));

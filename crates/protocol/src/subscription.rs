@@ -23,6 +23,35 @@ pub fn tags_of(expression: &str) -> Option<Vec<&str>> {
     Some(tags)
 }
 
+/// RocketMQ's tag expression type (`ExpressionType.TAG`).
+pub const TAG: &str = "TAG";
+
+/// Whether `expression_type` names the tag type: absent, empty or `TAG`
+/// (RocketMQ's `ExpressionType.isTagType`).
+pub fn is_tag_type(expression_type: Option<&str>) -> bool {
+    matches!(expression_type, None | Some("" | TAG))
+}
+
+/// RocketMQ's `FilterAPI.build`: a tag subscription ([`build_subscription`]) when
+/// `expression_type` is the tag type, else the expression as it is, of that type.
+pub fn build_typed_subscription(
+    topic: &str,
+    expression: &str,
+    expression_type: Option<&str>,
+    sub_version: i64,
+) -> SubscriptionData {
+    match expression_type {
+        Some(ty) if !is_tag_type(Some(ty)) => SubscriptionData {
+            topic: topic.to_owned(),
+            sub_string: expression.to_owned(),
+            sub_version,
+            expression_type: ty.to_owned(),
+            ..Default::default()
+        },
+        _ => build_subscription(topic, expression, sub_version),
+    }
+}
+
 /// RocketMQ's `SubscriptionData` for `expression` on `topic`: the tags and their hash codes.
 pub fn build_subscription(topic: &str, expression: &str, sub_version: i64) -> SubscriptionData {
     let tags = tags_of(expression).unwrap_or_default();
@@ -35,7 +64,7 @@ pub fn build_subscription(topic: &str, expression: &str, sub_version: i64) -> Su
         code_set: tags.iter().map(|t| java_string_hash(t)).collect(),
         tags_set: tags.iter().map(|t| (*t).to_owned()).collect(),
         sub_version,
-        expression_type: "TAG".to_owned(),
+        expression_type: TAG.to_owned(),
         ..Default::default()
     }
 }

@@ -14,7 +14,7 @@ use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
 use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{self, Decoded, MessageToStore, Placement};
-use rocketpy_protocol::subscription::build_subscription;
+use rocketpy_protocol::subscription::build_typed_subscription;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use rocketpy_store::{Appended, GetMessageStatus};
@@ -73,7 +73,9 @@ pub fn pop_message(
         .clone()
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| "*".into());
-    let filter = TagFilter::new(&build_subscription(&h.topic, &exp, 0));
+    let subscription = build_typed_subscription(&h.topic, &exp, h.exp_type.as_deref(), 0);
+    let filter = TagFilter::new(&subscription)
+        .map_err(|remark| ProcessError::new(response::SYSTEM_ERROR, remark))?;
     let mut pop = PopRequest {
         order,
         filter,

@@ -20,7 +20,7 @@ use crate::state::BrokerInner;
 const MASTER_ID: i64 = 0;
 
 use super::ok;
-use rocketpy_protocol::subscription::build_subscription;
+use rocketpy_protocol::subscription::build_typed_subscription;
 
 use crate::subscription::TagFilter;
 
@@ -99,9 +99,10 @@ fn pull_once(
         ));
     }
     let subscription = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
-        build_subscription(
+        build_typed_subscription(
             &h.topic,
             h.subscription.as_deref().unwrap_or("*"),
+            h.expression_type.as_deref(),
             h.sub_version.unwrap_or(0),
         )
     } else {
@@ -127,7 +128,8 @@ fn pull_once(
             Ok(Some(s)) => s,
         }
     };
-    let filter = TagFilter::new(&subscription);
+    let filter = TagFilter::new(&subscription)
+        .map_err(|remark| ProcessError::new(response::SYSTEM_ERROR, remark))?;
     let matches = |code: i64| filter.matches(code);
     let result = broker.store.get_message(
         &h.topic,

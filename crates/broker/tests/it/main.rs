@@ -5,6 +5,7 @@
 mod admin;
 mod broker;
 mod config_files;
+mod filter;
 mod ha;
 mod namesrv;
 mod pop;

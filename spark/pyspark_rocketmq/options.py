@@ -15,7 +15,9 @@ from typing import Any
 
 from pyspark_rocketmq.access import PLAIN, Access
 from rocketpy.credentials import SessionCredentials
+from rocketpy.errors import ClientError
 from rocketpy.tls import TlsOptions
+from rocketpy.validate import check_tag_expression
 
 #: ``{"topic": {"brokerName": {"queueId": offset}}}`` (queue ids as strings, as in JSON).
 Offsets = dict[str, dict[str, dict[str, int]]]
@@ -264,6 +266,10 @@ class ReadOptions:
                 raise OptionError("option commitOffsetsToBroker needs namesrv (an online read)")
             commit = False
         subscription = _get(options, "subscription") or "*"
+        try:
+            check_tag_expression(subscription)
+        except ClientError as e:
+            raise OptionError(f"option subscription: {e}") from e
         by_ts = _get(options, "startingOffsetsByTimestamp")
         end_ts = _get(options, "endingOffsetsByTimestamp")
         if end_ts is not None and streaming:

@@ -186,3 +186,5 @@ def test_new_options_are_checked():
     assert opts.max_trigger_delay_ms == 120_000 and opts.commit_offsets
     assert opts.group == derived_group(("T",), "*") != derived_group(("T",), "TagA")
     assert not ReadOptions.parse({"storePath": "/tmp/x", "topic": "T"}, True).commit_offsets
+    with pytest.raises(OptionError, match="option subscription: 'a > 5' is not a tag"):
+        ReadOptions.parse({**base, "subscription": "a > 5"}, streaming=False)

@@ -91,7 +91,30 @@ def test_subscription_expressions_are_sent_without_blanks():
     assert sub.tags == frozenset({"TagA", "TagB"})
     assert sub.data()["codeSet"] == [java_string_hash("TagA"), java_string_hash("TagB")]
     assert Subscription.parse("T", " ").expression == "*"
-    assert Subscription.parse("T", "||").expression == "*"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["a > 5", "TagA && TagB", "TagA ||", "|| TagA", "TagA | TagB", "region IN ('eu')",
+     "TagA AND TagB", "NOT TagA", "a = 1", "||"],
+)  # fmt: skip
+def test_expressions_that_cannot_be_tags_are_refused_at_subscribe(expression):
+    from rocketpy import ClientError, PushConsumer
+    from rocketpy.consumer.base import Subscription
+
+    with pytest.raises(ClientError, match=r"is not a tag expression.*SQL92"):
+        Subscription.parse("T", expression)
+    consumer = PushConsumer("refusing-group", "127.0.0.1:9876")
+    with pytest.raises(ClientError, match="is not a tag expression"):
+        consumer.subscribe("T", expression)
+    assert consumer.subscribed_topics() == set(), "nothing half-subscribed"
+
+
+def test_tags_with_blanks_and_single_keywords_stay_tags():
+    from rocketpy.consumer.base import Subscription
+
+    assert Subscription.parse("T", "Order Created || IN").tags == {"Order Created", "IN"}
+    assert Subscription.parse("T", "%RETRY%_x || a.b-c:d").tags == {"%RETRY%_x", "a.b-c:d"}
 
 
 def test_worker_pool_runs_in_order_drops_the_queue_at_shutdown_and_bounds_the_wait():

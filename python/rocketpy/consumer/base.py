@@ -115,7 +115,13 @@ class ConsumerBase(abc.ABC):
     # -- configuration ------------------------------------------------------------------------
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribes to ``topic``; ``expression`` is ``*`` or tags like ``TagA || TagB``."""
+        """Subscribes to ``topic``; ``expression`` is ``*`` or tags like ``TagA || TagB``.
+
+        Raises:
+            ClientError: an invalid topic, or an expression that cannot be tags (an SQL92
+                filter such as ``a > 5``, ``TagA && TagB``): rocketpy does not filter by SQL92
+                yet, and read as a tag it would match nothing.
+        """
         check_topic(topic)
         with self._lock:
             self._subscriptions[topic] = Subscription.parse(topic, expression)

@@ -13,6 +13,7 @@ from rocketpy._util import now_millis
 from rocketpy.consumer.process_queue import ProcessQueue
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID
+from rocketpy.validate import check_tag_expression
 
 
 class MessageModel(enum.Enum):
@@ -47,7 +48,13 @@ class Subscription:
     def parse(topic: str, expression: str | None) -> Subscription:
         """The subscription to ``expression``, sent to brokers without blanks (``A||B``):
         rocketmq-rust's broker hashes the untrimmed tags of ``A || B`` and then filters out
-        every message; brokers that trim read both spellings alike."""
+        every message; brokers that trim read both spellings alike.
+
+        Raises:
+            ClientError: ``expression`` cannot be a tag expression (see
+                :func:`~rocketpy.validate.check_tag_expression`).
+        """
+        check_tag_expression(expression or "*")
         expr = (expression or "*").strip() or "*"
         if expr == "*":
             return Subscription(topic, expr, frozenset())

@@ -307,6 +307,8 @@ def test_one_ack_of_many_entries_ends_exactly_those(
     events = c.finish(timeout=60)
     [acked] = [e for e in events if e["event"] == "acked"]
     assert acked["status"] == 20000 and acked["entries"] == [20000] * 9, acked
+    # A blank group is ILLEGAL_CONSUMER_GROUP (40003), as RocketMQ's proxy answers.
+    assert [e["status"] for e in events if e["event"].startswith("blank_group")] == [40003] * 2
     received = [(e["body"], e["delivery_attempt"]) for e in events if e["event"] == "received"]
     assert sorted(received) == sorted([(b, 1) for b in bodies] + [("b-4", 2)]), received
 

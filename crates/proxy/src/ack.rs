@@ -12,7 +12,6 @@ use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::AckMessageRequestHeader;
 
 use crate::context::Context;
-use crate::convert::wrap;
 use crate::handle::ReceiptHandle;
 use crate::pb::{self, Code};
 use crate::state::ProxyInner;
@@ -162,8 +161,16 @@ pub async fn ack(
     ctx: &Context,
     req: pb::AckMessageRequest,
 ) -> pb::AckMessageResponse {
-    let group = req.group.as_ref().map(wrap).unwrap_or_default();
-    let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
+    let (topic, group) =
+        match crate::validate::topic_and_group(req.topic.as_ref(), req.group.as_ref()) {
+            Ok(names) => names,
+            Err(e) => {
+                return pb::AckMessageResponse {
+                    status: Some(e.status()),
+                    entries: Vec::new(),
+                }
+            }
+        };
     let mut results: Vec<Option<Result<(), ProxyError>>> = vec![None; req.entries.len()];
     let mut handles: Vec<(usize, ReceiptHandle)> = Vec::new();
     for (i, e) in req.entries.iter().enumerate() {

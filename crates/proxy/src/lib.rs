@@ -32,6 +32,7 @@ pub mod service;
 pub mod state;
 pub mod status;
 pub mod transaction;
+pub mod validate;
 
 pub use config::ProxyConfig;
 pub use server::Proxy;

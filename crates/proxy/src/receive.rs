@@ -141,18 +141,8 @@ async fn pop(
         .message_queue
         .clone()
         .ok_or_else(|| ProxyError::new(Code::BadRequest, "message queue is missing"))?;
-    let topic_res = mq
-        .topic
-        .clone()
-        .filter(|t| !t.name.is_empty())
-        .ok_or_else(|| ProxyError::new(Code::IllegalTopic, "topic is missing"))?;
-    let topic = wrap(&topic_res);
-    let group = req
-        .group
-        .as_ref()
-        .map(wrap)
-        .filter(|g| !g.is_empty())
-        .ok_or_else(|| ProxyError::new(Code::IllegalConsumerGroup, "consumer group is missing"))?;
+    let (topic, group) = crate::validate::topic_and_group(mq.topic.as_ref(), req.group.as_ref())?;
+    let topic_res = mq.topic.clone().unwrap_or_default();
     let broker_name = mq
         .broker
         .as_ref()
@@ -351,8 +341,8 @@ pub async fn change_invisible(
     req: pb::ChangeInvisibleDurationRequest,
 ) -> pb::ChangeInvisibleDurationResponse {
     let answer = async {
-        let group = req.group.as_ref().map(wrap).unwrap_or_default();
-        let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
+        let (topic, group) =
+            crate::validate::topic_and_group(req.topic.as_ref(), req.group.as_ref())?;
         // The client chose the message's visibility: no more renewal.
         let latest =
             proxy
@@ -438,13 +428,17 @@ pub async fn forward_dlq(
     ctx: &Context,
     req: pb::ForwardMessageToDeadLetterQueueRequest,
 ) -> pb::ForwardMessageToDeadLetterQueueResponse {
-    let group = req.group.as_ref().map(wrap).unwrap_or_default();
-    let topic = req.topic.as_ref().map(wrap).unwrap_or_default();
-    let latest = proxy
-        .renewals
-        .take(&ctx.client_id, &group, &req.message_id, &req.receipt_handle);
-    let result = match crate::ack::valid_handle(&latest, proxy.now_millis()) {
-        Ok(handle) => forward_to_dlq(proxy, &group, &topic, &handle, &req.message_id).await,
+    let result = match crate::validate::topic_and_group(req.topic.as_ref(), req.group.as_ref()) {
+        Ok((topic, group)) => {
+            let latest =
+                proxy
+                    .renewals
+                    .take(&ctx.client_id, &group, &req.message_id, &req.receipt_handle);
+            match crate::ack::valid_handle(&latest, proxy.now_millis()) {
+                Ok(handle) => forward_to_dlq(proxy, &group, &topic, &handle, &req.message_id).await,
+                Err(e) => Err(e),
+            }
+        }
         Err(e) => Err(e),
     };
     pb::ForwardMessageToDeadLetterQueueResponse {

@@ -194,8 +194,9 @@ def simple_consume(spec: dict[str, Any]) -> None:
 def stub_batch_ack(spec: dict[str, Any]) -> None:
     """Through the package's generated gRPC stub (what its clients call underneath): receives
     ``count`` messages and acks all but those in ``hold`` in ONE AckMessage of many entries
-    (the protocol allows it; the package's consumers ack one at a time), then receives again
-    until ``timeout`` to see what comes back (acking each of those on its own)."""
+    (the protocol allows it; the package's consumers ack one at a time), then the same with a
+    blank group (refused), then receives again until ``timeout`` to see what comes back
+    (acking each of those on its own)."""
     import uuid
 
     import grpc
@@ -245,6 +246,22 @@ def stub_batch_ack(spec: dict[str, Any]) -> None:
             s.AckMessageRequest(group=group, topic=topic, entries=entries), metadata=md
         )
         emit("acked", status=r.status.code, entries=[e.status.code for e in r.entries])
+        # The same entries with a blank group, and a change of visibility with one: refused
+        # before anything is done (RocketMQ's proxy validates the group first).
+        blank = d.Resource(name="")
+        r = stub.AckMessage(
+            s.AckMessageRequest(group=blank, topic=topic, entries=entries), metadata=md
+        )
+        emit("blank_group_ack", status=r.status.code)
+        if first:
+            sp = first[0].system_properties
+            change = s.ChangeInvisibleDurationRequest(
+                group=blank, topic=topic, receipt_handle=sp.receipt_handle,
+                message_id=sp.message_id,
+            )  # fmt: skip
+            change.invisible_duration.seconds = 5
+            r = stub.ChangeInvisibleDuration(change, metadata=md)
+            emit("blank_group_change", status=r.status.code)
         while time.monotonic() < deadline:
             for m in receive():  # what comes back is acked alone (ACK_MESSAGE)
                 one = s.AckMessageEntry(message_id=m.system_properties.message_id,

@@ -15,9 +15,9 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{decode_all, RecordView};
 use rocketpy_protocol::subscription::tags_of;
 
-use crate::clients::remote::{group_settings, recent_group_settings};
+use crate::clients::remote::recent_group_settings;
 use crate::context::Context;
-use crate::convert::{duration_ms, incoming, timestamp, wrap};
+use crate::convert::{duration_ms, incoming, timestamp};
 use crate::handle::ReceiptHandle;
 use crate::pb::{self, Code};
 use crate::state::ProxyInner;
@@ -36,22 +36,16 @@ const INIT_MODE_MAX: i32 = 1;
 /// pops from all its queues).
 pub async fn query_assignment(
     proxy: &ProxyInner,
-    ctx: &Context,
     req: pb::QueryAssignmentRequest,
 ) -> pb::QueryAssignmentResponse {
     let answer = async {
-        let topic_res = req
-            .topic
-            .clone()
-            .ok_or_else(|| ProxyError::new(Code::IllegalTopic, "topic is missing"))?;
-        let topic = wrap(&topic_res);
-        let group = req.group.as_ref().map(wrap).unwrap_or_default();
+        let (topic, group) =
+            crate::validate::topic_and_group(req.topic.as_ref(), req.group.as_ref())?;
+        let topic_res = req.topic.clone().unwrap_or_default();
         let route = proxy.routes.route(&topic).await?;
         let endpoints = req.endpoints.clone().unwrap_or_default();
-        let fifo = match proxy.clients.get(&ctx.client_id) {
-            Some(s) if s.group().is_some() => s.fifo(),
-            _ => group_settings(proxy, &group, &topic).await?.fifo,
-        };
+        // The group's order, as RouteActivity reads it from the group's config.
+        let fifo = recent_group_settings(proxy, &group, &topic).await?.fifo;
         let queue = |broker: &str, id: i32| pb::MessageQueue {
             topic: Some(topic_res.clone()),
             id,
@@ -149,20 +143,11 @@ async fn pop(
         .map(|b| b.name.clone())
         .unwrap_or_default();
     let addr = proxy.routes.master(&broker_name, &topic).await?;
-    let session = proxy.clients.get(&ctx.client_id);
-    let (fifo, max_attempts) = match &session {
-        Some(s) if s.group().is_some() => (
-            s.fifo(),
-            s.settings
-                .backoff_policy
-                .as_ref()
-                .map_or(17, |b| b.max_attempts),
-        ),
-        _ => {
-            let gs = recent_group_settings(proxy, &group, &topic).await?;
-            (gs.fifo, gs.retry_max_times + 1)
-        }
-    };
+    // FIFO and the attempts allowed are the group's, read at every receive (as RocketMQ's
+    // proxy merges them into the client's settings each time): not what the client's
+    // settings said, which may name no subscription and so no group config at all.
+    let gs = recent_group_settings(proxy, &group, &topic).await?;
+    let (fifo, max_attempts) = (gs.fifo, gs.retry_max_times + 1);
     // A receive asking for renewal (push consumers) names no invisible time: the proxy's
     // default, extended until the message is acked (see `renew`).
     let renew = req.auto_renew;

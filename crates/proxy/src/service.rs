@@ -171,7 +171,7 @@ impl MessagingService for Service {
         authorize(&self.inner, &ctx, "QueryAssignment", || {
             on_resources(r.topic.as_ref(), SUB, r.group.as_ref())
         })?;
-        respond(receive::query_assignment(&self.inner, &ctx, request.into_inner()).await)
+        respond(receive::query_assignment(&self.inner, request.into_inner()).await)
     }
 
     type ReceiveMessageStream = BoxStream<pb::ReceiveMessageResponse>;

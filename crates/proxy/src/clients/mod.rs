@@ -57,22 +57,6 @@ impl Session {
             _ => Vec::new(),
         }
     }
-
-    /// The group it consumes as, if it is a consumer.
-    pub fn group(&self) -> Option<String> {
-        match &self.settings.pub_sub {
-            Some(pb::settings::PubSub::Subscription(s)) => s.group.as_ref().map(wrap),
-            _ => None,
-        }
-    }
-
-    /// Whether it consumes in order (FIFO).
-    pub fn fifo(&self) -> bool {
-        matches!(
-            &self.settings.pub_sub,
-            Some(pb::settings::PubSub::Subscription(s)) if s.fifo == Some(true)
-        )
-    }
 }
 
 /// Every client, by client id.

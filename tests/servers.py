@@ -28,7 +28,10 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Self
+from typing import IO, TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from rocketpy.server import DevServer
 
 #: CommitLog file size of test servers (16 MiB): small files keep each test server's disk use
 #: (and the prefault window) small.
@@ -352,6 +355,19 @@ def broker(
     sets = settings_args({**base, **(settings or {})})
     return rocketpy_process(
         *args, "--store-dir", str(store), *sets, ready=BROKER_READY, store=store
+    )
+
+
+def in_process_dev(store: Path, **options: Any) -> DevServer:
+    """A :class:`~rocketpy.server.DevServer` (name server and broker in this process, for
+    tests of the embedded API) on free ports of 127.0.0.1, storing in ``store``, the host
+    disk ignored; ``options`` are DevServer's (``broker_config`` keys go over
+    :data:`HOST_DISK_SETTINGS`)."""
+    from rocketpy.server import DevServer
+
+    config = {**HOST_DISK_SETTINGS, **options.pop("broker_config", {})}
+    return DevServer(
+        namesrv_port=0, broker_port=0, store_dir=store, broker_config=config, **options
     )
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import Future
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
-from servers import HOST_DISK_SETTINGS
+from servers import in_process_dev
 
 from helpers import fast_config, wait_until
 from rocketpy import (
@@ -43,13 +43,7 @@ SEND_BATCH = str(int(RequestCode.SEND_BATCH_MESSAGE))
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     store = tmp_path_factory.mktemp("auto-batch") / "store"
-    with DevServer(
-        namesrv_port=0,
-        broker_port=0,
-        broker_config=HOST_DISK_SETTINGS,
-        store_dir=store,
-        metrics_port=0,
-    ) as d:
+    with in_process_dev(store, metrics_port=0) as d:
         yield d
 
 

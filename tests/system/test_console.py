@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import HOST_DISK_SETTINGS
+from servers import in_process_dev
 
 from helpers import Collector, dlq_size, fast_config, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
@@ -34,9 +34,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     store = tmp_path_factory.mktemp("console") / "store"
-    with DevServer(
-        namesrv_port=0, broker_port=0, broker_config=HOST_DISK_SETTINGS, store_dir=store
-    ) as d:
+    with in_process_dev(store) as d:
         yield d
 
 

@@ -10,13 +10,12 @@ import threading
 import time
 from collections import Counter
 
-from servers import HOST_DISK_SETTINGS, broker, free_port, ha_settings, namesrv
+from servers import broker, free_port, ha_settings, in_process_dev, namesrv
 
 from helpers import Collector, fast_config, pull_bodies, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, Message, Producer, SendStatus
 from rocketpy.admin import Admin
 from rocketpy.errors import RocketpyError
-from rocketpy.server import DevServer
 
 TOPIC = "HaTopic"
 
@@ -127,13 +126,7 @@ def test_consumers_ride_through_a_masters_death(tmp_path):
 
 
 def test_dev_server_with_a_slave(tmp_path):
-    with DevServer(
-        namesrv_port=0,
-        broker_port=0,
-        broker_config=HOST_DISK_SETTINGS,
-        store_dir=tmp_path / "dev",
-        ha=True,
-    ) as dev:
+    with in_process_dev(tmp_path / "dev", ha=True) as dev:
         with Producer("dev-ha-p", client_config=fast_config(dev.namesrv_addr)) as p:
             # The slave connects right after start: every send waits for it (SYNC_MASTER).
             assert wait_until(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
-from servers import HOST_DISK_SETTINGS
+from servers import in_process_dev
 
 from helpers import Collector, fast_config, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
@@ -45,13 +45,7 @@ def value(samples: Samples, name: str, **labels: str) -> float | None:
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     store = tmp_path_factory.mktemp("metrics") / "store"
-    with DevServer(
-        namesrv_port=0,
-        broker_port=0,
-        broker_config=HOST_DISK_SETTINGS,
-        store_dir=store,
-        metrics_port=0,
-    ) as d:
+    with in_process_dev(store, metrics_port=0) as d:
         yield d
 
 
@@ -168,9 +162,7 @@ def test_name_server_metrics_and_endpoint_errors(dev: DevServer) -> None:
 
 
 def test_metrics_are_off_by_default(tmp_path) -> None:
-    with DevServer(
-        namesrv_port=0, broker_port=0, broker_config=HOST_DISK_SETTINGS, store_dir=tmp_path / "s"
-    ) as d:
+    with in_process_dev(tmp_path / "s") as d:
         assert d.broker is not None and d.broker.metrics_address is None
         assert d.namesrv is not None and d.namesrv.metrics_address is None
         assert d.metrics_urls == []

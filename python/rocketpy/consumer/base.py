@@ -228,7 +228,7 @@ class ConsumerBase(abc.ABC):
         with self._lock:
             self._table.clear()
         if offsets is not None:
-            offsets.persist_all(set(table), oneway=False)
+            offsets.persist_all(set(table), oneway=False, final=True)
         if inst is not None:
             inst.unregister_consumer(self.group)
             inst.release()

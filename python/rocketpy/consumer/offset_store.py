@@ -60,8 +60,8 @@ class OffsetStore(abc.ABC):
         """Saves one queue's cached offset."""
 
     @abc.abstractmethod
-    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True) -> None:
-        """Saves the cached offsets of ``mqs``."""
+    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True, final: bool = False) -> None:
+        """Saves the cached offsets of ``mqs``; ``final`` at shutdown: later calls do nothing."""
 
 
 class RemoteOffsetStore(OffsetStore):
@@ -71,6 +71,9 @@ class RemoteOffsetStore(OffsetStore):
         super().__init__()
         self._instance = instance
         self._group = group
+        #: Held through a commit round (see persist_all).
+        self._persisting = threading.Lock()
+        self._closed = False
 
     def _addr(self, mq: MessageQueue) -> str | None:
         """The master's address, or a slave's while the master is away (RocketMQ's clients
@@ -129,13 +132,21 @@ class RemoteOffsetStore(OffsetStore):
         except Exception as e:
             log.warning("commit of offset %d for %s failed: %s", offset, mq, e)
 
-    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True) -> None:
-        """Commits the offsets of ``mqs``; forgets cached offsets of other queues."""
-        with self._lock:
-            for mq in [m for m in self._table if m not in mqs]:
-                del self._table[mq]
-        for mq in sorted(mqs):
-            self.persist(mq, oneway)
+    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True, final: bool = False) -> None:
+        """Commits the offsets of ``mqs``; forgets cached offsets of other queues.
+
+        One commit round at a time, and none after the ``final`` one (the consumer's
+        shutdown): a periodic round that read older offsets must not reach the broker after
+        the last commit and move the group's offsets back."""
+        with self._persisting:
+            if self._closed:
+                return
+            self._closed = final
+            with self._lock:
+                for mq in [m for m in self._table if m not in mqs]:
+                    del self._table[mq]
+            for mq in sorted(mqs):
+                self.persist(mq, oneway)
 
 
 def default_local_offset_dir() -> Path:
@@ -192,7 +203,7 @@ class LocalFileOffsetStore(OffsetStore):
     def persist(self, mq: MessageQueue, oneway: bool = False) -> None:
         self.persist_all(set(self.snapshot()))
 
-    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True) -> None:
+    def persist_all(self, mqs: set[MessageQueue], oneway: bool = True, final: bool = False) -> None:
         """Saves every cached offset (of all queues ever assigned: broadcasting keeps them)."""
         table = {**self._loaded, **self.snapshot()}
         self._loaded = table

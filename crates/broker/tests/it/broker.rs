@@ -29,7 +29,7 @@ fn props(pairs: &[(&str, &str)]) -> String {
 }
 
 /// SEND_MESSAGE_V2's one-letter header; `m` (batch) as the C++ client writes booleans.
-fn v2_fields<'a>(
+pub fn v2_fields<'a>(
     topic: &'a str,
     queue: &'a str,
     props: &'a str,

@@ -2,6 +2,7 @@
 //! with `enablePropertyFilter=false`, in PULL (from the request or from a heartbeat), and in
 //! POP — never served unfiltered, never read as a tag.
 
+use crate::broker::v2_fields;
 use crate::wire::Wire;
 use crate::Servers;
 
@@ -39,20 +40,7 @@ fn sql92_subscriptions_are_refused_not_served_unfiltered() {
     let servers = Servers::start();
     let mut w = Wire::connect(servers.broker_addr());
     let props = "a\u{1}7\u{2}UNIQ_KEY\u{1}U1\u{2}";
-    let send = [
-        ("a", "sql-producer"),
-        ("b", "SqlTopic"),
-        ("c", "TBW102"),
-        ("d", "1"),
-        ("e", "0"),
-        ("f", "0"),
-        ("g", "1700000000000"),
-        ("h", "0"),
-        ("i", props),
-        ("j", "0"),
-        ("k", "0"),
-        ("m", "false"),
-    ];
+    let send = v2_fields("SqlTopic", "0", props, "false");
     assert_eq!(w.call(SEND_MESSAGE_V2, &send, b"seven").code, SUCCESS);
 
     // The expression in the request (sysFlag SUBSCRIPTION).

@@ -35,6 +35,8 @@ def cluster5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "transactionCheckInterval": "1000",
             # Push consumers' invisible time (renewed while they work): short, to see renewal.
             "defaultInvisibleTimeMills": "3000",
+            # SQL92 filter expressions are evaluated (RocketMQ's key; off, they are refused).
+            "enablePropertyFilter": "true",
         },
         grpc=True,
     )
@@ -109,6 +111,32 @@ def test_a_simple_consumer_receives_what_rocketpy_sent(
             [1, 2] if body in ("r-2", "r-3") else [1]
         ), body
     assert len(by_body["r-2"]) == 2 and len(by_body["r-3"]) == 2, "held ones come back"
+
+
+@feature("SQL92 filter expression (FilterExpression of type SQL)")
+def test_an_sql92_filter_expression_receives_only_matching_messages(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    topic = "RocketpyToPy5Sql"
+    create(cluster5, topic)
+    with Producer("rocketpy-to-py5-sql", cluster5.namesrv) as p:
+        for i in range(10):
+            tags = "A" if i % 2 == 0 else "B"
+            p.send(Message(topic, f"s-{i}".encode(), tags=tags, properties={"a": str(i)}))
+    c = py5(
+        peers, tmp_path, action="simple_consume", endpoint=cluster5.grpc, group="py5-sql",
+        topic=topic, count=3, sql="(a > 5 AND TAGS = 'B') OR a = 0", await_s=3, timeout=60,
+    )  # fmt: skip
+    events = c.finish(timeout=90)
+    received = {e["body"] for e in events if e["event"] == "received"}
+    assert received == {"s-0", "s-7", "s-9"}, "only the matching messages, each once"
+    # An expression that does not compile: the receive is refused, saying where.
+    bad = py5(
+        peers, tmp_path, action="simple_consume", endpoint=cluster5.grpc, group="py5-sql-bad",
+        topic=topic, count=1, sql="a >", await_s=1, timeout=20,
+    )  # fmt: skip
+    errors = bad.wait_for("error", timeout=60)
+    assert errors and "character" in errors[0]["error"], errors
 
 
 def group(cluster: Cluster, name: str, **settings: object) -> None:

@@ -63,8 +63,10 @@ rocketpy_protocol::config_struct! {
         wait_time_mills_in_send_queue: u64 = 200 => "waitTimeMillsInSendQueue",
         /// Milliseconds a put may be stuck in the store before sends answer SYSTEM_BUSY.
         os_page_cache_busy_time_out_mills: u64 = 1000 => "osPageCacheBusyTimeOutMills",
-        /// Whether consumers may filter by SQL92 (rocketpy does not evaluate SQL92 yet: SQL92 subscriptions are refused either way, and `true` is warned about).
+        /// Whether consumers may filter by SQL92 expressions on message properties (off: their pulls and pops are refused with SYSTEM_ERROR).
         enable_property_filter: bool = false => "enablePropertyFilter",
+        /// Milliseconds a consumer group's SQL92 filter is kept after the group left.
+        filter_data_clean_time_span: i64 = 86_400_000 => "filterDataCleanTimeSpan",
         /// Whether prepared (transactional) sends are refused.
         reject_transaction_message: bool = false => "rejectTransactionMessage",
         /// Milliseconds a half message waits for its outcome before the broker asks its producer.

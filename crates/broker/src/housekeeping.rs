@@ -48,8 +48,11 @@ pub fn expire_idle_clients(broker: &BrokerInner, expiry: Duration) {
     let now = broker.now_millis();
     broker.producers.scan_expired(expiry, now);
     for changed in broker.consumers.scan_expired(expiry, now) {
-        processor::client::notify_consumer_ids_changed(changed);
+        processor::client::group_changed(broker, changed);
     }
+    broker
+        .filters
+        .clean(now, broker.config().filter_data_clean_time_span);
 }
 
 /// Takes the statistics' snapshots every 10 s (days are UTC days), and gives freed heap

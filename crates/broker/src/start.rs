@@ -352,6 +352,7 @@ fn build_state(
         topics: tables.topics,
         offsets: tables.offsets,
         consumers: ConsumerManager::new(),
+        filters: crate::filter::ConsumerFilterManager::new(),
         producers: producer_manager::ProducerManager::default(),
         transactions: transaction::Transactions::default(),
         groups: tables.groups,
@@ -425,9 +426,6 @@ async fn spawn_services(
             tracing::warn!(bind = %inner.config().bind_address, "ACL is off (aclEnable=false) and the broker listens beyond loopback: anyone who reaches its port can create and delete topics, reset offsets and read every message");
         }
         None => {}
-    }
-    if inner.config().enable_property_filter {
-        tracing::warn!("enablePropertyFilter=true, but rocketpy does not evaluate SQL92 expressions yet: consumers that subscribe by SQL92 are refused (SYSTEM_ERROR), tag subscriptions are served");
     }
     register::register_all(inner, true).await;
     services.spawn(register::registration_loop(inner.clone(), stop()));

@@ -31,6 +31,8 @@ pub struct BrokerInner {
     pub offsets: ConsumerOffsetManager,
     /// Consumer groups (members, subscriptions).
     pub consumers: ConsumerManager,
+    /// Consumer groups' compiled SQL92 filters.
+    pub filters: crate::filter::ConsumerFilterManager,
     /// Producer groups (members), for transaction checks.
     pub producers: producer_manager::ProducerManager,
     /// Transactions' state, read back from the store.

@@ -120,6 +120,10 @@ codes! {
         SUBSCRIPTION_PARSE_FAILED = 23,
         SUBSCRIPTION_NOT_EXIST = 24,
         SUBSCRIPTION_GROUP_NOT_EXIST = 26,
+        /// A pull names an SQL92 subscription the broker holds no compiled filter of.
+        FILTER_DATA_NOT_EXIST = 27,
+        /// The broker's filter of a subscription is older than the pull's version.
+        FILTER_DATA_NOT_LATEST = 28,
         INVALID_PARAMETER = 29,
         /// 5.x: an ack or invisible-time change for an offset the queue does not hold.
         NO_MESSAGE = 208,

@@ -220,7 +220,13 @@ async fn pop(
         .map_err(|e| ProxyError::new(Code::InternalServerError, format!("bad pop answer: {e}")))?;
     let starts = offset_infos(h.start_offset_info.as_deref().unwrap_or_default());
     let counts = order_counts(h.order_count_info.as_deref().unwrap_or_default());
-    let wanted = tags_of(&expression).map(|t| t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    // Tag expressions are checked again here (the broker matched hash codes); an SQL92
+    // expression was evaluated by the broker on the properties themselves.
+    let wanted = if filter.r#type == pb::FilterType::Sql as i32 {
+        None
+    } else {
+        tags_of(&expression).map(|t| t.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    };
     let mut out = Vec::new();
     for v in &records {
         let extra = match properties::find(v.properties, keys::POP_CK) {

@@ -75,6 +75,8 @@ pub fn remoting_code(code: i32) -> Code {
         response::NO_PERMISSION => Code::Forbidden,
         response::MESSAGE_ILLEGAL | response::INVALID_PARAMETER => Code::BadRequest,
         response::POLLING_FULL => Code::TooManyRequests,
+        // A filter expression the broker could not compile (its remark says where).
+        response::SUBSCRIPTION_PARSE_FAILED => Code::IllegalFilterExpression,
         _ => Code::InternalServerError,
     }
 }

@@ -165,7 +165,9 @@ impl EmbeddedStore {
             tags.map(|t| t.iter().map(|t| java_hash::tags_code(Some(t))).collect());
         let result = process::detach(py, || {
             let filter = codes.as_ref().map(|c| move |code: i64| c.contains(&code));
-            let f = filter.as_ref().map(|f| f as &dyn Fn(i64) -> bool);
+            let f = filter
+                .as_ref()
+                .map(|f| f as &dyn rocketpy_store::MessageFilter);
             self.inner.get_message(topic, queue_id, offset, max_nums, f)
         });
         let messages = Self::records_to_messages(result.messages)?;

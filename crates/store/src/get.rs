@@ -8,6 +8,7 @@ use bytes::Bytes;
 use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
 use crate::consume_queue::ConsumeQueue;
+use crate::filter::MessageFilter;
 
 /// Outcome of a read from a consume queue (RocketMQ's `GetMessageStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,8 +99,8 @@ pub(crate) struct QueueReader<'a> {
 }
 
 impl QueueReader<'_> {
-    /// Reads up to `max_msg_nums` messages of a queue from `offset`, keeping those whose tags
-    /// code passes `filter` (RocketMQ's `getMessage`).
+    /// Reads up to `max_msg_nums` messages of a queue from `offset`, keeping those `filter`
+    /// accepts (RocketMQ's `getMessage`).
     pub(crate) fn get(
         &self,
         cq: Option<Arc<ConsumeQueue>>,
@@ -107,7 +108,7 @@ impl QueueReader<'_> {
         queue_id: i32,
         offset: i64,
         max_msg_nums: i32,
-        filter: Option<&dyn Fn(i64) -> bool>,
+        filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
         let max_offset_py = self.commit_log.max_offset();
         let Some(cq) = cq else {
@@ -159,7 +160,7 @@ impl QueueReader<'_> {
             }
             scanned += 1;
             if let Some(filter) = filter {
-                if !filter(unit.tags_code) {
+                if !filter.matches_unit(unit.tags_code, None) {
                     continue;
                 }
             }
@@ -174,6 +175,7 @@ impl QueueReader<'_> {
                         "consume-queue unit points at another record; skipped"
                     );
                 }
+                Some(bytes) if filter.is_some_and(|f| !f.matches_record(&bytes)) => {}
                 Some(bytes) => {
                     result.total_bytes += bytes.len();
                     result.messages.push(bytes);

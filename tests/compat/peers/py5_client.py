@@ -33,6 +33,7 @@ from rocketmq import (
     TransactionChecker,
     TransactionResolution,
 )
+from rocketmq.grpc_protocol import FilterType
 
 _print_lock = threading.Lock()
 
@@ -153,11 +154,18 @@ def transaction(spec: dict[str, Any]) -> None:
         producer.shutdown()
 
 
+def filter_expression(spec: dict[str, Any]) -> FilterExpression:
+    """The spec's ``sql`` (an SQL92 expression) or ``expression`` (tags)."""
+    if "sql" in spec:
+        return FilterExpression(spec["sql"], FilterType.SQL)
+    return FilterExpression(spec.get("expression", "*"))
+
+
 def simple_consume(spec: dict[str, Any]) -> None:
     """Receives until ``count`` messages were acked; messages whose body is in ``hold`` are
     not acked the first time (they come back after ``invisible_s``); those in ``extend`` get
     their invisible time changed to ``extend_s`` first. Stops at ``count`` or ``timeout``."""
-    expression = FilterExpression(spec.get("expression", "*"))
+    expression = filter_expression(spec)
     consumer = SimpleConsumer(
         config(spec),
         spec["group"],
@@ -324,7 +332,7 @@ def push_consume(spec: dict[str, Any]) -> None:
         config(spec),
         spec["group"],
         Listener(spec),
-        {spec["topic"]: FilterExpression(spec.get("expression", "*"))},
+        {spec["topic"]: filter_expression(spec)},
         tls_enable=tls(spec),
     )
     consumer.startup()

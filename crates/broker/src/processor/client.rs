@@ -18,6 +18,15 @@ use crate::consumer_manager::Changed;
 use crate::state::BrokerInner;
 use rocketpy_protocol::topic::RETRY_GROUP_TOPIC_PREFIX;
 
+/// A group's membership changed: a group left with no member loses its SQL92 filters (they
+/// become dead), and the remaining members are told to rebalance.
+pub fn group_changed(broker: &BrokerInner, changed: Changed) {
+    if changed.1.is_empty() {
+        broker.filters.unregister(&changed.0, broker.now_millis());
+    }
+    notify_consumer_ids_changed(changed);
+}
+
 /// Tells every remaining member of a group to rebalance (oneway, best effort).
 pub fn notify_consumer_ids_changed((group, conns): Changed) {
     for conn in conns {
@@ -71,6 +80,9 @@ pub fn heart_beat(
         if let Err(e) = super::retry_topic(broker, &consumer.group_name) {
             tracing::warn!(topic = %retry, error = %e.remark, "retry topic not created");
         }
+        broker
+            .filters
+            .register(&consumer.group_name, &consumer.subscription_data_set, now);
         if let Some(changed) =
             broker
                 .consumers
@@ -96,7 +108,7 @@ pub fn unregister_client(
     if let Some(group) = h.consumer_group.filter(|g| !g.is_empty()) {
         if let Some(changed) = broker.consumers.unregister(&group, &h.client_id) {
             tracing::info!(group, client = h.client_id, "consumer unregistered");
-            notify_consumer_ids_changed(changed);
+            group_changed(broker, changed);
         }
     }
     reply(ok(req))

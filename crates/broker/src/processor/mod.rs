@@ -173,7 +173,7 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
         if let Some(broker) = close_slot.get() {
             broker.producers.on_connection_closed(conn.id());
             for changed in broker.consumers.on_connection_closed(conn.id()) {
-                client::notify_consumer_ids_changed(changed);
+                client::group_changed(broker, changed);
             }
         }
     }));

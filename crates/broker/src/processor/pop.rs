@@ -14,16 +14,16 @@ use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
 use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::{self, Decoded, MessageToStore, Placement};
-use rocketpy_protocol::subscription::build_typed_subscription;
+use rocketpy_protocol::subscription::is_tag_type;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use rocketpy_store::{Appended, GetMessageStatus};
 
 use super::{ok, system_error};
+use crate::filter::{not_supported, ExpressionFilter};
 use crate::pop::extra_info::{self, ExtraInfo, ORDER_REVIVE_QID};
 use crate::pop::{pop_retry_topic, CkKey, MAX_POP_NUMS};
 use crate::state::BrokerInner;
-use crate::subscription::TagFilter;
 
 /// Percent of pops that read the pop retry topic first (`popFromRetryProbability`).
 const RETRY_FIRST_PERCENT: u32 = 20;
@@ -46,9 +46,28 @@ struct Popped {
 struct PopRequest {
     h: PopMessageRequestHeader,
     order: bool,
-    filter: TagFilter,
+    filter: ExpressionFilter,
     pop_time: i64,
     revive_qid: i32,
+}
+
+/// The filter of a pop's expression: SUBSCRIPTION_PARSE_FAILED when it does not compile (as
+/// RocketMQ's PopMessageProcessor), SYSTEM_ERROR for a non-tag expression on a broker with
+/// `enablePropertyFilter=false` (RocketMQ's pop would serve it; refused here as in PULL, so
+/// the key means one thing).
+fn pop_filter(
+    broker: &BrokerInner,
+    exp: &str,
+    exp_type: Option<&str>,
+) -> Result<ExpressionFilter, ProcessError> {
+    let filter = ExpressionFilter::compile(exp, exp_type)
+        .map_err(|remark| ProcessError::new(response::SUBSCRIPTION_PARSE_FAILED, remark))?;
+    match exp_type {
+        Some(ty) if !is_tag_type(Some(ty)) && !broker.config().enable_property_filter => {
+            Err(ProcessError::new(response::SYSTEM_ERROR, not_supported(ty)))
+        }
+        _ => Ok(filter),
+    }
 }
 
 /// Handles POP_MESSAGE.
@@ -73,9 +92,7 @@ pub fn pop_message(
         .clone()
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| "*".into());
-    let subscription = build_typed_subscription(&h.topic, &exp, h.exp_type.as_deref(), 0);
-    let filter = TagFilter::new(&subscription)
-        .map_err(|remark| ProcessError::new(response::SYSTEM_ERROR, remark))?;
+    let filter = pop_filter(broker, &exp, h.exp_type.as_deref())?;
     let mut pop = PopRequest {
         order,
         filter,
@@ -195,15 +212,6 @@ fn check(broker: &BrokerInner, h: &PopMessageRequestHeader) -> Result<(), Proces
             response::NO_PERMISSION,
             format!("subscription group no permission, {}", h.consumer_group),
         )),
-        Some(_) if h.exp_type.as_deref().is_some_and(|t| !t.eq_ignore_ascii_case("TAG")) => {
-            Err(ProcessError::new(
-                response::SUBSCRIPTION_PARSE_FAILED,
-                format!(
-                    "parse the consumer's subscription failed: only TAG expressions are supported, not {}",
-                    h.exp_type.as_deref().unwrap_or_default()
-                ),
-            ))
-        }
         Some(_) => Ok(()),
     }
 }
@@ -343,8 +351,11 @@ fn pop_queue(
             o
         }
     };
-    let matches = |code: i64| pop.filter.matches(code);
-    let filter = (!is_retry && !pop.filter.is_all()).then_some(&matches as &dyn Fn(i64) -> bool);
+    let filter = if is_retry {
+        None
+    } else {
+        pop.filter.for_read()
+    };
     let mut got = broker.store.get_message(topic, q, offset, want, filter);
     if matches!(
         got.status,

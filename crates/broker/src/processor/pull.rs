@@ -20,9 +20,9 @@ use crate::state::BrokerInner;
 const MASTER_ID: i64 = 0;
 
 use super::ok;
-use rocketpy_protocol::subscription::build_typed_subscription;
+use rocketpy_protocol::subscription::is_tag_type;
 
-use crate::subscription::TagFilter;
+use crate::filter::{not_supported, ExpressionFilter};
 
 enum Outcome {
     Respond(RemotingCommand),
@@ -98,45 +98,13 @@ fn pull_once(
             ),
         ));
     }
-    let subscription = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
-        build_typed_subscription(
-            &h.topic,
-            h.subscription.as_deref().unwrap_or("*"),
-            h.expression_type.as_deref(),
-            h.sub_version.unwrap_or(0),
-        )
-    } else {
-        match broker
-            .consumers
-            .find_subscription(&h.consumer_group, &h.topic)
-        {
-            Err(()) => {
-                return Err(ProcessError::new(
-                    response::SUBSCRIPTION_NOT_EXIST,
-                    format!("the consumer's group info not exist: {}", h.consumer_group),
-                ))
-            }
-            Ok(None) => {
-                return Err(ProcessError::new(
-                    response::SUBSCRIPTION_NOT_EXIST,
-                    format!(
-                        "the consumer's subscription not exist: {}@{}",
-                        h.topic, h.consumer_group
-                    ),
-                ))
-            }
-            Ok(Some(s)) => s,
-        }
-    };
-    let filter = TagFilter::new(&subscription)
-        .map_err(|remark| ProcessError::new(response::SYSTEM_ERROR, remark))?;
-    let matches = |code: i64| filter.matches(code);
+    let filter = pull_filter(broker, h)?;
     let result = broker.store.get_message(
         &h.topic,
         h.queue_id,
         h.queue_offset,
         h.max_msg_nums,
-        (!filter.is_all()).then_some(&matches as &dyn Fn(i64) -> bool),
+        filter.for_read(),
     );
     let code = match result.status {
         GetMessageStatus::Found => response::SUCCESS,
@@ -205,6 +173,76 @@ fn pull_once(
         },
     );
     Ok(Outcome::Respond(resp))
+}
+
+/// The filter of a pull, decided as RocketMQ's PullMessageProcessor does: the request's own
+/// subscription (with the SUBSCRIPTION flag; an expression that does not compile is
+/// SUBSCRIPTION_PARSE_FAILED), else the group's from its heartbeats (SQL92: its compiled
+/// filter, FILTER_DATA_NOT_EXIST / FILTER_DATA_NOT_LATEST); a non-tag expression on a broker
+/// with `enablePropertyFilter=false` is SYSTEM_ERROR, never served unfiltered.
+fn pull_filter(
+    broker: &BrokerInner,
+    h: &PullMessageRequestHeader,
+) -> Result<ExpressionFilter, ProcessError> {
+    let (filter, expression_type) = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
+        let expression = h.subscription.as_deref().unwrap_or("*");
+        let ty = h.expression_type.as_deref();
+        let filter = ExpressionFilter::compile(expression, ty)
+            .map_err(|remark| ProcessError::new(response::SUBSCRIPTION_PARSE_FAILED, remark))?;
+        (filter, ty.unwrap_or_default().to_owned())
+    } else {
+        let subscription = match broker
+            .consumers
+            .find_subscription(&h.consumer_group, &h.topic)
+        {
+            Err(()) => {
+                return Err(ProcessError::new(
+                    response::SUBSCRIPTION_NOT_EXIST,
+                    format!("the consumer's group info not exist: {}", h.consumer_group),
+                ))
+            }
+            Ok(None) => {
+                return Err(ProcessError::new(
+                    response::SUBSCRIPTION_NOT_EXIST,
+                    format!(
+                        "the consumer's subscription not exist: {}@{}",
+                        h.topic, h.consumer_group
+                    ),
+                ))
+            }
+            Ok(Some(s)) => s,
+        };
+        if is_tag_type(Some(&subscription.expression_type)) {
+            (
+                ExpressionFilter::tags(&subscription.sub_string),
+                subscription.expression_type,
+            )
+        } else {
+            let Some(data) = broker.filters.get(&h.topic, &h.consumer_group) else {
+                return Err(ProcessError::new(
+                    response::FILTER_DATA_NOT_EXIST,
+                    "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                ));
+            };
+            if data.client_version < h.sub_version.unwrap_or(0) {
+                return Err(ProcessError::new(
+                    response::FILTER_DATA_NOT_LATEST,
+                    "the consumer's consumer filter data not latest",
+                ));
+            }
+            (
+                ExpressionFilter::Sql(data.filter.clone()),
+                subscription.expression_type,
+            )
+        }
+    };
+    if !is_tag_type(Some(&expression_type)) && !broker.config().enable_property_filter {
+        return Err(ProcessError::new(
+            response::SYSTEM_ERROR,
+            not_supported(&expression_type),
+        ));
+    }
+    Ok(filter)
 }
 
 /// Which broker of the group the consumer should pull from next (`suggestWhichBrokerId`), as

@@ -1,9 +1,13 @@
-//! Subscriptions the broker cannot evaluate (SQL92) are refused, as RocketMQ refuses them
-//! with `enablePropertyFilter=false`, in PULL (from the request or from a heartbeat), and in
-//! POP — never served unfiltered, never read as a tag.
+//! SQL92 subscriptions as RocketMQ's broker treats them: refused with
+//! `enablePropertyFilter=false` (never served unfiltered, never read as a tag); with it on,
+//! filtered on each message's properties in PULL (the request's expression, or the group's
+//! from its heartbeats with their version) and in POP; an expression that does not compile
+//! refused naming where.
+
+use rocketpy_protocol::message::record::decode_all;
 
 use crate::broker::v2_fields;
-use crate::wire::Wire;
+use crate::wire::{Frame, Wire};
 use crate::Servers;
 
 const PULL_MESSAGE: i32 = 11;
@@ -13,13 +17,18 @@ const SEND_MESSAGE_V2: i32 = 310;
 const SUCCESS: i32 = 0;
 const SYSTEM_ERROR: i32 = 1;
 const SUBSCRIPTION_PARSE_FAILED: i32 = 23;
+const FILTER_DATA_NOT_EXIST: i32 = 27;
+const FILTER_DATA_NOT_LATEST: i32 = 28;
+const POLLING_TIMEOUT: i32 = 210;
 const REFUSED: &str = "The broker does not support consumer to filter message by SQL92";
+/// PULL's sysFlag with the SUBSCRIPTION bit (the expression travels in the request).
+const WITH_SUBSCRIPTION: &str = "4";
 
-fn pull(w: &mut Wire, sys_flag: &str, expression_type: &str) -> crate::wire::Frame {
+fn pull(w: &mut Wire, group: &str, sys_flag: &str, expr: &str, ty: &str, version: i64) -> Frame {
     w.call(
         PULL_MESSAGE,
         &[
-            ("consumerGroup", "sql-group"),
+            ("consumerGroup", group),
             ("topic", "SqlTopic"),
             ("queueId", "0"),
             ("queueOffset", "0"),
@@ -27,50 +36,19 @@ fn pull(w: &mut Wire, sys_flag: &str, expression_type: &str) -> crate::wire::Fra
             ("sysFlag", sys_flag),
             ("commitOffset", "0"),
             ("suspendTimeoutMillis", "0"),
-            ("subscription", "a > 5"),
-            ("subVersion", "0"),
-            ("expressionType", expression_type),
+            ("subscription", expr),
+            ("subVersion", &version.to_string()),
+            ("expressionType", ty),
         ],
         b"",
     )
 }
 
-#[test]
-fn sql92_subscriptions_are_refused_not_served_unfiltered() {
-    let servers = Servers::start();
-    let mut w = Wire::connect(servers.broker_addr());
-    let props = "a\u{1}7\u{2}UNIQ_KEY\u{1}U1\u{2}";
-    let send = v2_fields("SqlTopic", "0", props, "false");
-    assert_eq!(w.call(SEND_MESSAGE_V2, &send, b"seven").code, SUCCESS);
-
-    // The expression in the request (sysFlag SUBSCRIPTION).
-    let refused = pull(&mut w, "4", "SQL92");
-    assert_eq!(
-        (refused.code, refused.remark.as_deref()),
-        (SYSTEM_ERROR, Some(REFUSED))
-    );
-    // The same text as a tag expression is a tag ("a > 5"): nothing matches it.
-    assert_ne!(pull(&mut w, "4", "TAG").code, SYSTEM_ERROR);
-
-    // The expression registered by a heartbeat.
-    let heartbeat = br#"{"clientID":"127.0.0.1@sql","producerDataSet":[],"consumerDataSet":[{
-        "groupName":"sql-group","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING",
-        "consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","unitMode":false,"subscriptionDataSet":[{
-        "topic":"SqlTopic","subString":"a > 5","expressionType":"SQL92","tagsSet":[],
-        "codeSet":[],"subVersion":1,"classFilterMode":false}]}]}"#;
-    assert_eq!(w.call(HEART_BEAT, &[], heartbeat).code, SUCCESS);
-    let refused = pull(&mut w, "0", "SQL92");
-    assert_eq!(
-        (refused.code, refused.remark.as_deref()),
-        (SYSTEM_ERROR, Some(REFUSED))
-    );
-
-    // POP (what the 5.x proxy sends for a FilterExpression of type SQL): refused as a
-    // subscription that cannot be parsed.
-    let pop = w.call(
+fn pop(w: &mut Wire, servers: &Servers, group: &str, expr: &str) -> Frame {
+    w.call(
         POP_MESSAGE,
         &[
-            ("consumerGroup", "sql-pop-group"),
+            ("consumerGroup", group),
             ("topic", "SqlTopic"),
             ("queueId", "-1"),
             ("maxMsgNums", "32"),
@@ -79,10 +57,143 @@ fn sql92_subscriptions_are_refused_not_served_unfiltered() {
             ("bornTime", &servers.clock.now_millis().to_string()),
             ("initMode", "0"),
             ("expType", "SQL92"),
-            ("exp", "a > 5"),
+            ("exp", expr),
         ],
         b"",
+    )
+}
+
+fn heartbeat(w: &mut Wire, group: &str, expr: &str, version: i64) {
+    let body = format!(
+        r#"{{"clientID":"127.0.0.1@{group}","producerDataSet":[],"consumerDataSet":[{{
+        "groupName":"{group}","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING",
+        "consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","unitMode":false,"subscriptionDataSet":[{{
+        "topic":"SqlTopic","subString":"{expr}","expressionType":"SQL92","tagsSet":[],
+        "codeSet":[],"subVersion":{version},"classFilterMode":false}}]}}]}}"#
     );
-    assert_eq!(pop.code, SUBSCRIPTION_PARSE_FAILED, "{:?}", pop.remark);
-    assert!(pop.remark.is_some_and(|r| r.contains("SQL92")));
+    assert_eq!(w.call(HEART_BEAT, &[], body.as_bytes()).code, SUCCESS);
+}
+
+/// Ten messages in queue 0, `a` = 0..9, tags A for even and B for odd `a`.
+fn send_ten(w: &mut Wire) {
+    for a in 0..10 {
+        let tag = if a % 2 == 0 { "A" } else { "B" };
+        let props = format!("a\u{1}{a}\u{2}TAGS\u{1}{tag}\u{2}UNIQ_KEY\u{1}U{a}\u{2}");
+        let send = v2_fields("SqlTopic", "0", &props, "false");
+        assert_eq!(w.call(SEND_MESSAGE_V2, &send, b"m").code, SUCCESS);
+    }
+}
+
+/// The `a` values of an answer's messages.
+fn values(f: &Frame) -> Vec<String> {
+    assert_eq!(f.code, SUCCESS, "{:?}", f.remark);
+    decode_all(&f.body)
+        .unwrap()
+        .iter()
+        .map(|v| {
+            rocketpy_protocol::message::properties::find(v.properties, "a")
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn sql92_is_refused_when_the_broker_does_not_filter_by_properties() {
+    let servers = Servers::start();
+    let mut w = Wire::connect(servers.broker_addr());
+    send_ten(&mut w);
+    let g = "sql-off";
+    let refused = pull(&mut w, g, WITH_SUBSCRIPTION, "a > 5", "SQL92", 0);
+    assert_eq!(
+        (refused.code, refused.remark.as_deref()),
+        (SYSTEM_ERROR, Some(REFUSED))
+    );
+    // The same text as a tag expression is a tag ("a > 5"): nothing matches it.
+    assert_ne!(
+        pull(&mut w, g, WITH_SUBSCRIPTION, "a > 5", "TAG", 0).code,
+        SYSTEM_ERROR
+    );
+    // The expression registered by a heartbeat.
+    heartbeat(&mut w, g, "a > 5", 1);
+    let refused = pull(&mut w, g, "0", "", "SQL92", 1);
+    assert_eq!(
+        (refused.code, refused.remark.as_deref()),
+        (SYSTEM_ERROR, Some(REFUSED))
+    );
+    // POP (what the 5.x proxy sends for a FilterExpression of type SQL).
+    let refused = pop(&mut w, &servers, "sql-off-pop", "a > 5");
+    assert_eq!(
+        (refused.code, refused.remark.as_deref()),
+        (SYSTEM_ERROR, Some(REFUSED))
+    );
+}
+
+#[test]
+fn sql92_filters_pull_and_pop_by_properties() {
+    let servers = Servers::start_with(|namesrv| {
+        vec![
+            ("namesrvAddr", namesrv.to_string()),
+            ("enablePropertyFilter", "true".into()),
+        ]
+    });
+    let mut w = Wire::connect(servers.broker_addr());
+    send_ten(&mut w);
+
+    // The request's expression; TAGS is a property like the others.
+    let got = pull(&mut w, "g1", WITH_SUBSCRIPTION, "a > 5", "SQL92", 0);
+    assert_eq!(values(&got), ["6", "7", "8", "9"]);
+    let got = pull(
+        &mut w,
+        "g1",
+        WITH_SUBSCRIPTION,
+        "TAGS = 'B' AND a BETWEEN 2 AND 7",
+        "SQL92",
+        0,
+    );
+    assert_eq!(values(&got), ["3", "5", "7"]);
+    // Nothing matches: the queue is scanned and the pull says where to go on from.
+    let none = pull(&mut w, "g1", WITH_SUBSCRIPTION, "a > 100", "SQL92", 0);
+    assert_ne!(none.code, SUCCESS);
+    assert_eq!(
+        none.fields.get("nextBeginOffset").map(String::as_str),
+        Some("10")
+    );
+
+    // An expression that does not compile: refused with where.
+    let bad = pull(&mut w, "g1", WITH_SUBSCRIPTION, "a > ", "SQL92", 0);
+    assert_eq!(bad.code, SUBSCRIPTION_PARSE_FAILED);
+    assert!(
+        bad.remark.as_deref().unwrap().contains("character"),
+        "{:?}",
+        bad.remark
+    );
+
+    // The group's expression from its heartbeats, by version.
+    heartbeat(&mut w, "g2", "a < 3", 5);
+    assert_eq!(
+        values(&pull(&mut w, "g2", "0", "", "SQL92", 5)),
+        ["0", "1", "2"]
+    );
+    let stale = pull(&mut w, "g2", "0", "", "SQL92", 6);
+    assert_eq!(stale.code, FILTER_DATA_NOT_LATEST, "{:?}", stale.remark);
+    heartbeat(&mut w, "g2", "a = 4", 6);
+    assert_eq!(values(&pull(&mut w, "g2", "0", "", "SQL92", 6)), ["4"]);
+    // A heartbeat whose expression does not compile leaves no filter to serve.
+    heartbeat(&mut w, "g3", "a >", 1);
+    let missing = pull(&mut w, "g3", "0", "", "SQL92", 1);
+    assert_eq!(missing.code, FILTER_DATA_NOT_EXIST, "{:?}", missing.remark);
+
+    // POP: only matching messages are popped; a bad expression is refused.
+    assert_eq!(
+        values(&pop(&mut w, &servers, "p1", "a IN ('1', '8')")),
+        ["1", "8"]
+    );
+    let again = pop(&mut w, &servers, "p1", "a IN ('1', '8')");
+    assert_eq!(
+        again.code, POLLING_TIMEOUT,
+        "the group is past the filtered-out messages"
+    );
+    let bad = pop(&mut w, &servers, "p2", "a IN (");
+    assert_eq!(bad.code, SUBSCRIPTION_PARSE_FAILED, "{:?}", bad.remark);
 }

@@ -7,20 +7,21 @@ use rocketpy_protocol::message::record;
 
 use super::MessageStore;
 use crate::error::{Result, StoreError};
+use crate::filter::MessageFilter;
 use crate::get::{GetMessageResult, QueueReader};
 use crate::lookup::Lookup;
 use crate::mapped_file::parse_file_name;
 
 impl MessageStore {
-    /// Reads up to `max_msg_nums` messages of a queue from `offset`, keeping those whose tags
-    /// code passes `filter` (RocketMQ's `getMessage`).
+    /// Reads up to `max_msg_nums` messages of a queue from `offset`, keeping those `filter`
+    /// accepts (RocketMQ's `getMessage`).
     pub fn get_message(
         &self,
         topic: &str,
         queue_id: i32,
         offset: i64,
         max_msg_nums: i32,
-        filter: Option<&dyn Fn(i64) -> bool>,
+        filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
         QueueReader {
             commit_log: &self.commit_log,

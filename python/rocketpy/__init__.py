@@ -41,6 +41,7 @@ from rocketpy.errors import (
 from rocketpy.logs import set_native_log_level
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
 from rocketpy.producer import MessageQueueSelector, Producer, select_by_hash, select_random
+from rocketpy.selector import MessageSelector
 from rocketpy.tls import TlsOptions
 from rocketpy.transaction import (
     LocalTransactionState,
@@ -68,6 +69,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "MessageQueueSelector",
+    "MessageSelector",
     "Producer",
     "PushConsumer",
     "RemotingConnectError",

@@ -15,6 +15,7 @@ from rocketpy._native import MessageExt
 from rocketpy.consumer.lite_pull import LitePullConsumer
 from rocketpy.message import Message, MessageQueue, SendResult
 from rocketpy.producer import MessageQueueSelector, Producer
+from rocketpy.selector import MessageSelector
 from rocketpy.transaction import (
     LocalTransactionState,
     TransactionProducer,
@@ -202,8 +203,8 @@ class AsyncConsumer:
         self.poll_timeout_ms = poll_timeout_ms
         self._closed = False
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """See :meth:`LitePullConsumer.subscribe`."""
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """See :meth:`LitePullConsumer.subscribe` (tags, or ``MessageSelector.by_sql``)."""
         self.consumer.subscribe(topic, expression)
 
     async def start(self) -> None:

@@ -68,7 +68,8 @@ def check_tag_expression(expression: str) -> None:
     if why is not None:
         raise ClientError(
             f"{expression!r} is not a tag expression ({why}): write '*' or tags separated by "
-            "'||', e.g. 'TagA || TagB'; rocketpy does not filter by SQL92 expressions yet"
+            "'||', e.g. 'TagA || TagB', or subscribe with MessageSelector.by_sql(...) for an "
+            "SQL92 filter on message properties"
         )
 
 

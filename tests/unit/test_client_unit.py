@@ -102,12 +102,35 @@ def test_expressions_that_cannot_be_tags_are_refused_at_subscribe(expression):
     from rocketpy import ClientError, PushConsumer
     from rocketpy.consumer.base import Subscription
 
-    with pytest.raises(ClientError, match=r"is not a tag expression.*SQL92"):
+    with pytest.raises(ClientError, match=r"is not a tag expression.*MessageSelector.by_sql"):
         Subscription.parse("T", expression)
     consumer = PushConsumer("refusing-group", "127.0.0.1:9876")
     with pytest.raises(ClientError, match="is not a tag expression"):
         consumer.subscribe("T", expression)
     assert consumer.subscribed_topics() == set(), "nothing half-subscribed"
+
+
+def test_selectors_by_tag_and_by_sql():
+    from rocketpy import ClientError, MessageSelector, PushConsumer
+    from rocketpy.consumer.base import Subscription
+
+    sql = Subscription.parse("T", MessageSelector.by_sql(" a > 5 AND TAGS = 'B' "))
+    assert (sql.expression, sql.type, sql.tags) == ("a > 5 AND TAGS = 'B'", "SQL92", frozenset())
+    assert sql.data()["expressionType"] == "SQL92" and sql.data()["codeSet"] == []
+    tags = Subscription.parse("T", MessageSelector.by_tag("A || B"))
+    assert (tags.expression, tags.type) == ("A||B", "TAG")
+    with pytest.raises(ClientError, match=r"not an SQL92 filter.*character 5"):
+        MessageSelector.by_sql("a > ")
+    with pytest.raises(ClientError, match="cannot be empty"):
+        MessageSelector.by_sql(" ")
+    with pytest.raises(ClientError, match=r"MessageSelector\.by_sql"):
+        MessageSelector.by_tag("a > 5")
+    # A selector built without its factory is checked at subscribe all the same.
+    consumer = PushConsumer("selector-group", "127.0.0.1:9876")
+    with pytest.raises(ClientError, match="not an SQL92 filter"):
+        consumer.subscribe("T", MessageSelector("a >", "SQL92"))
+    consumer.subscribe("T", MessageSelector.by_sql("a IN ('x', 'y')"))
+    assert consumer.subscribed_topics() == {"T"}
 
 
 def test_tags_with_blanks_and_single_keywords_stay_tags():

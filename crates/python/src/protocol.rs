@@ -1,5 +1,6 @@
 //! The protocol's tables and rules for Python: the code and flag tables (Python keeps typed
-//! copies in `rocketpy/protocol.py`, checked against these by a test) and the topic rule.
+//! copies in `rocketpy/protocol.py`, checked against these by a test), the topic rule and
+//! the SQL92 filter grammar (the broker's own, so a subscription is refused where it is made).
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -25,6 +26,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PULL_SYS_FLAG", table(py, flag::pull::ALL)?)?;
     m.add("MESSAGE_SYS_FLAG", table(py, flag::message::ALL)?)?;
     m.add_function(wrap_pyfunction!(validate_topic, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_sql_filter, m)?)?;
     Ok(())
 }
 
@@ -33,4 +35,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyfunction]
 fn validate_topic(name: &str) -> PyResult<()> {
     topic::validate_topic(name).map_err(|e| InvalidArgumentError::new_err(e.to_string()))
+}
+
+/// Raises `InvalidArgumentError` unless `expression` is an SQL92 filter a broker compiles
+/// (RocketMQ's selector grammar); the message says what is wrong and at which character.
+#[pyfunction]
+fn validate_sql_filter(expression: &str) -> PyResult<()> {
+    rocketpy_filter::Filter::compile(expression)
+        .map(drop)
+        .map_err(|e| InvalidArgumentError::new_err(e.to_string()))
 }

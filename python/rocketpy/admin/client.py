@@ -18,6 +18,7 @@ from rocketpy.admin.types import (
 )
 from rocketpy.client.instance import check
 from rocketpy.client.route import TopicRouteData
+from rocketpy.consumer.model import Subscription
 from rocketpy.credentials import SessionCredentials, credentials_of
 from rocketpy.errors import ClientError, RemotingError
 from rocketpy.message import MessageQueue
@@ -29,6 +30,7 @@ from rocketpy.protocol import (
     ResponseCode,
     retry_topic,
 )
+from rocketpy.selector import MessageSelector
 from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import check_topic
 
@@ -506,10 +508,23 @@ class Admin:
         return msgs[0] if msgs else None
 
     def pull_messages(
-        self, mq: MessageQueue, offset: int, max_num: int = 32, group: str = "TOOLS_CONSUMER"
+        self,
+        mq: MessageQueue,
+        offset: int,
+        max_num: int = 32,
+        group: str = "TOOLS_CONSUMER",
+        selector: str | MessageSelector = "*",
     ) -> list[MessageExt]:
         """Up to ``max_num`` messages of ``mq`` from ``offset`` on (one PULL_MESSAGE that
-        commits nothing, as mqadmin's tools pull); empty when there are none."""
+        commits nothing, as mqadmin's tools pull) that ``selector`` keeps (tags, or
+        ``MessageSelector.by_sql``, which the broker evaluates); empty when there are none.
+
+        Raises:
+            ClientError: ``selector`` is not a tag expression or does not compile, or the
+                broker refused the filter (an SQL92 filter on a broker with
+                ``enablePropertyFilter=false``).
+        """
+        sub = Subscription.parse(mq.topic, selector)
         addr = self._broker_of(mq)
         header = dict(
             consumer_group=group,
@@ -520,13 +535,16 @@ class Admin:
             sys_flag=PullSysFlag.SUBSCRIPTION,
             commit_offset=0,
             suspend_timeout_millis=0,
-            subscription="*",
+            subscription=sub.expression,
             sub_version=0,
+            expression_type=sub.type,
         )
         resp = self._client.invoke(addr, RequestCode.PULL_MESSAGE, header, None, self._timeout)
+        if resp.code in (ResponseCode.SYSTEM_ERROR, ResponseCode.SUBSCRIPTION_PARSE_FAILED):
+            raise ClientError(f"the broker refused the pull: {resp.remark}")
         if resp.code != ResponseCode.SUCCESS:
             return []
-        return [m for m in resp.decode_messages() if m.queue_offset >= offset]
+        return [m for m in resp.decode_messages() if m.queue_offset >= offset and sub.matches(m)]
 
     def pull_one(
         self, mq: MessageQueue, offset: int, group: str = "TOOLS_CONSUMER"

@@ -44,6 +44,7 @@ from rocketpy.message import MessageQueue
 from rocketpy.metrics import METRICS, lag_of
 from rocketpy.protocol import Property as P
 from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode, retry_topic
+from rocketpy.selector import MessageSelector
 from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import check_group, check_topic
 
@@ -114,13 +115,15 @@ class ConsumerBase(abc.ABC):
 
     # -- configuration ------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Subscribes to ``topic``; ``expression`` is ``*`` or tags like ``TagA || TagB``.
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """Subscribes to ``topic``: ``expression`` is ``*``, tags like ``TagA || TagB``, or a
+        :class:`~rocketpy.MessageSelector` (``MessageSelector.by_sql("a > 5")`` filters by
+        message properties on brokers with ``enablePropertyFilter=true``).
 
         Raises:
-            ClientError: an invalid topic, or an expression that cannot be tags (an SQL92
-                filter such as ``a > 5``, ``TagA && TagB``): rocketpy does not filter by SQL92
-                yet, and read as a tag it would match nothing.
+            ClientError: an invalid topic, a string that cannot be tags (``a > 5``,
+                ``TagA && TagB``: read as a tag it would match nothing; the message points to
+                ``MessageSelector.by_sql``), or an SQL92 filter that does not compile.
         """
         check_topic(topic)
         with self._lock:
@@ -473,7 +476,7 @@ class ConsumerBase(abc.ABC):
             suspend_timeout_millis=15000,
             subscription=sub.expression,
             sub_version=sub.version,
-            expression_type="TAG",
+            expression_type=sub.type,
         )
 
         def done(resp: RemotingResponse | None, err: BaseException | None) -> None:

@@ -13,7 +13,7 @@ from rocketpy._util import now_millis
 from rocketpy.consumer.process_queue import ProcessQueue
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID
-from rocketpy.validate import check_tag_expression
+from rocketpy.selector import SQL92, TAG, MessageSelector, selector_of
 
 
 class MessageModel(enum.Enum):
@@ -37,32 +37,39 @@ class ConsumeFromWhere(enum.Enum):
 
 @dataclass
 class Subscription:
-    """A topic and its tag expression (``*`` or ``TagA || TagB``)."""
+    """A topic and its expression: tags (``*`` or ``TagA || TagB``) or an SQL92 filter."""
 
     topic: str
     expression: str
     tags: frozenset[str]
     version: int = field(default_factory=now_millis)
+    #: RocketMQ's expression type: ``TAG`` or ``SQL92``.
+    type: str = TAG
 
     @staticmethod
-    def parse(topic: str, expression: str | None) -> Subscription:
-        """The subscription to ``expression``, sent to brokers without blanks (``A||B``):
-        rocketmq-rust's broker hashes the untrimmed tags of ``A || B`` and then filters out
-        every message; brokers that trim read both spellings alike.
+    def parse(topic: str, expression: str | MessageSelector | None) -> Subscription:
+        """The subscription to ``expression`` (a tag expression or a selector). Tags are
+        sent to brokers without blanks (``A||B``): rocketmq-rust's broker hashes the
+        untrimmed tags of ``A || B`` and then filters out every message; brokers that trim
+        read both spellings alike.
 
         Raises:
-            ClientError: ``expression`` cannot be a tag expression (see
-                :func:`~rocketpy.validate.check_tag_expression`).
+            ClientError: a string that cannot be a tag expression (see
+                :func:`~rocketpy.validate.check_tag_expression`), or an SQL92 filter that
+                does not compile.
         """
-        check_tag_expression(expression or "*")
-        expr = (expression or "*").strip() or "*"
+        selector = selector_of(expression)
+        if selector.type == SQL92:
+            return Subscription(topic, selector.expression, frozenset(), type=SQL92)
+        expr = selector.expression
         if expr == "*":
             return Subscription(topic, expr, frozenset())
         ordered = list(dict.fromkeys(t.strip() for t in expr.split("||") if t.strip()))
         return Subscription(topic, "||".join(ordered) or "*", frozenset(ordered))
 
     def matches(self, msg: MessageExt) -> bool:
-        """Exact tag match (the broker filters by tag hash, which can collide)."""
+        """Exact tag match (the broker filters by tag hash, which can collide); SQL92 filters
+        are evaluated by the broker."""
         return not self.tags or msg.tags in self.tags
 
     def data(self) -> dict[str, Any]:
@@ -75,7 +82,7 @@ class Subscription:
             "tagsSet": tags,
             "codeSet": [java_string_hash(t) for t in tags],
             "subVersion": self.version,
-            "expressionType": "TAG",
+            "expressionType": self.type,
         }
 
 

@@ -67,6 +67,12 @@ rocketpy_protocol::config_struct! {
         enable_property_filter: bool = false => "enablePropertyFilter",
         /// Milliseconds a consumer group's SQL92 filter is kept after the group left.
         filter_data_clean_time_span: i64 = 86_400_000 => "filterDataCleanTimeSpan",
+        /// Whether dispatch computes each message's bloom-filter bit map of the SQL92 filters it matches (kept with the store's `enableConsumeQueueExt=true`), so pulls skip messages without reading them.
+        enable_calc_filter_bit_map: bool = false => "enableCalcFilterBitMap",
+        /// SQL92 filters (group and topic) the bit map is sized for.
+        expect_consumer_num_use_filter: i32 = 32 => "expectConsumerNumUseFilter",
+        /// The bit map's false-positive rate, in percent (1 to 99).
+        max_error_rate_of_bloom_filter: i32 = 20 => "maxErrorRateOfBloomFilter",
         /// Whether prepared (transactional) sends are refused.
         reject_transaction_message: bool = false => "rejectTransactionMessage",
         /// Milliseconds a half message waits for its outcome before the broker asks its producer.

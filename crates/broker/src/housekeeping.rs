@@ -26,6 +26,9 @@ async fn persist_and_expire(broker: Arc<BrokerInner>, expiry: Duration) {
     if let Err(e) = broker.pop.order.persist() {
         tracing::error!(error = %e, "persisting consumerOrderInfo.json failed");
     }
+    if let Err(e) = broker.filters.save() {
+        tracing::error!(error = %e, "persisting consumerFilter.json failed");
+    }
     let tables = broker.clone();
     let persisted = tokio::task::spawn_blocking(move || {
         (tables.topics.persist(true), tables.groups.persist(true))

@@ -47,6 +47,7 @@ struct Tables {
     offsets: ConsumerOffsetManager,
     groups: subscription_group::SubscriptionGroupManager,
     pop: pop::PopService,
+    filters: Arc<crate::filter::ConsumerFilterManager>,
 }
 
 /// Metrics and access control, decided from the config before any port opens.
@@ -57,17 +58,30 @@ struct Guards {
     acl: Option<Arc<rocketpy_acl::Acl>>,
 }
 
-/// Phase 1: the store, opened (and recovered) off the I/O threads.
-async fn open_store(settings: &BrokerSettings) -> Result<Arc<MessageStore>> {
+/// Phase 1: the store, opened (and recovered) off the I/O threads, with the consumer
+/// groups' SQL92 filters computing bit maps at its dispatch.
+async fn open_store(
+    settings: &BrokerSettings,
+    filters: &Arc<crate::filter::ConsumerFilterManager>,
+) -> Result<Arc<MessageStore>> {
     let store_config = settings.store.clone();
-    tokio::task::spawn_blocking(move || MessageStore::open(store_config))
-        .await
-        .map_err(|e| BrokerError::Config(format!("store open task failed: {e}")))?
-        .map_err(Into::into)
+    let bit_maps = crate::filter::bit_maps_for(settings, filters);
+    tokio::task::spawn_blocking(move || match bit_maps {
+        Some(calc) => MessageStore::open_with_bit_maps(store_config, calc),
+        None => MessageStore::open(store_config),
+    })
+    .await
+    .map_err(|e| BrokerError::Config(format!("store open task failed: {e}")))?
+    .map_err(Into::into)
 }
 
-/// Phase 2: topics, offsets, subscription groups and FIFO pop holds.
-fn load_tables(settings: &BrokerSettings, store: &MessageStore) -> Result<Tables> {
+/// Phase 2: topics, offsets, subscription groups, FIFO pop holds (and the SQL92 filters, loaded
+/// before the store so its recovery computes bit maps).
+fn load_tables(
+    settings: &BrokerSettings,
+    store: &MessageStore,
+    filters: Arc<crate::filter::ConsumerFilterManager>,
+) -> Result<Tables> {
     let config_dir = settings.store.store_path_root_dir.join("config");
     let schedule_queues = store.delay_levels().len() as i32;
     let topics = TopicConfigManager::load(
@@ -88,6 +102,7 @@ fn load_tables(settings: &BrokerSettings, store: &MessageStore) -> Result<Tables
             settings.broker.auto_create_subscription_group,
         )?,
         pop: pop::PopService::new(config_dir.join("consumerOrderInfo.json"))?,
+        filters,
     })
 }
 
@@ -143,8 +158,10 @@ impl Broker {
         // opens.
         let server_tls = Arc::new(settings.tls.server().map_err(BrokerError::Config)?);
         let client_tls = settings.tls.client().map_err(BrokerError::Config)?;
-        let store = open_store(&settings).await?;
-        let tables = load_tables(&settings, &store)?;
+        let config_dir = settings.store.store_path_root_dir.join("config");
+        let filters = crate::filter::open(&settings.broker, &config_dir, clock.now_millis())?;
+        let store = open_store(&settings, &filters).await?;
+        let tables = load_tables(&settings, &store, filters)?;
         let mut guards = guards(&settings)?;
 
         // Phase 4: the doors. Processors reach the state through this slot, filled below
@@ -295,6 +312,7 @@ impl Broker {
         self.inner.namesrv.shutdown();
         self.inner.offsets.persist()?;
         self.inner.pop.order.persist()?;
+        self.inner.filters.save()?;
         self.inner.topics.persist(false)?;
         self.inner.groups.persist(false)?;
         let store = self.inner.store.clone();
@@ -352,7 +370,7 @@ fn build_state(
         topics: tables.topics,
         offsets: tables.offsets,
         consumers: ConsumerManager::new(),
-        filters: crate::filter::ConsumerFilterManager::new(),
+        filters: tables.filters,
         producers: producer_manager::ProducerManager::default(),
         transactions: transaction::Transactions::default(),
         groups: tables.groups,

@@ -32,7 +32,7 @@ pub struct BrokerInner {
     /// Consumer groups (members, subscriptions).
     pub consumers: ConsumerManager,
     /// Consumer groups' compiled SQL92 filters.
-    pub filters: crate::filter::ConsumerFilterManager,
+    pub filters: Arc<crate::filter::ConsumerFilterManager>,
     /// Producer groups (members), for transaction checks.
     pub producers: producer_manager::ProducerManager,
     /// Transactions' state, read back from the store.

@@ -11,6 +11,7 @@
 //! evaluation error (a property that does not convert) is a message that does not match, as
 //! in RocketMQ.
 
+pub mod bloom;
 pub mod expr;
 pub mod lexer;
 pub mod parser;

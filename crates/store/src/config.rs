@@ -89,6 +89,12 @@ rocketpy_protocol::config_struct! {
         /// Bytes per ConsumeQueue file (300,000 units of 20 bytes).
         mapped_file_size_consume_queue: usize = 300_000 * 20
             => "mapedFileSizeConsumeQueue" | "mappedFileSizeConsumeQueue",
+        /// Whether each consume-queue unit gets an ext unit (`consumequeue_ext/`) with its tags code, store time and SQL92 filter bit map.
+        enable_consume_queue_ext: bool = false => "enableConsumeQueueExt",
+        /// Bytes per consume-queue ext file (sparse: disk follows the units).
+        mapped_file_size_consume_queue_ext: usize = 48 * 1024 * 1024 => "mappedFileSizeConsumeQueueExt",
+        /// Bits of a filter bit map (RocketMQ's key; the broker sets it from its bloom filter's size, so it does not change the files).
+        bit_map_length_consume_queue_ext: usize = 64 => "bitMapLengthConsumeQueueExt",
         /// ASYNC_FLUSH (acknowledge from the page cache) or SYNC_FLUSH (after the disk sync).
         flush_disk_type: FlushDiskType = FlushDiskType::AsyncFlush => "flushDiskType",
         /// ASYNC_FLUSH: milliseconds between rounds that hand dirty CommitLog pages to write-back.
@@ -193,6 +199,12 @@ impl StoreConfig {
         self.store_path_root_dir.join("consumequeue")
     }
 
+    /// `{root}/consumequeue_ext` (consume-queue ext files).
+    pub fn consume_queue_ext_dir(&self) -> PathBuf {
+        self.store_path_root_dir
+            .join(crate::consume_queue_ext::EXT_DIR)
+    }
+
     /// Checks values that would break the store.
     pub fn validate(&self) -> Result<()> {
         if self.mapped_file_size_commit_log < 4096 {
@@ -203,6 +215,11 @@ impl StoreConfig {
         if self.mapped_file_size_consume_queue < 20 * 16 {
             return Err(StoreError::InvalidArgument(
                 "mapedFileSizeConsumeQueue must hold at least 16 units".into(),
+            ));
+        }
+        if self.mapped_file_size_consume_queue_ext < 4096 {
+            return Err(StoreError::InvalidArgument(
+                "mappedFileSizeConsumeQueueExt must be at least 4096".into(),
             ));
         }
         if self.max_hash_slot_num == 0 || self.max_index_num < 2 {

@@ -35,3 +35,13 @@ pub(crate) fn consumable(sys_flag: i32) -> bool {
 
 /// Consume-queue units a put will add to one queue: `(topic, queue id, first offset, count)`.
 pub type QueueUnits<'a> = (&'a str, i32, i64, usize);
+
+/// Computes a message's filter bit map at dispatch (the broker's SQL92 filters, RocketMQ's
+/// `CommitLogDispatcherCalcBitMap`), stored in its consume-queue ext unit. Called under the
+/// CommitLog's put lock for every message of a store with ext files: it must be cheap when
+/// a topic has no filters.
+pub trait BitMapCalculator: Send + Sync {
+    /// The bit map of a message of `topic` with these stored properties; None when the
+    /// topic has no filters.
+    fn bit_map(&self, topic: &str, properties: &str) -> Option<Vec<u8>>;
+}

@@ -7,11 +7,13 @@
 //! hash collision, a bloom false positive) but never false for one that does; only
 //! `matches_record` decides.
 
+use crate::consume_queue_ext::CqExtUnit;
+
 /// Decides which messages of a queue a read returns.
 pub trait MessageFilter {
-    /// Whether a unit with this tags code (and ext bit map, when the queue has one) may
-    /// match; false skips it without reading the CommitLog.
-    fn matches_unit(&self, tags_code: i64, bit_map: Option<&[u8]>) -> bool;
+    /// Whether a unit with this tags code (and ext unit, when the queue has one: its store
+    /// time and filter bit map) may match; false skips it without reading the CommitLog.
+    fn matches_unit(&self, tags_code: i64, ext: Option<&CqExtUnit>) -> bool;
 
     /// Whether the stored record (its exact bytes) matches. Called only for units that
     /// passed [`MessageFilter::matches_unit`].
@@ -22,7 +24,7 @@ pub trait MessageFilter {
 
 /// A tags-code predicate is a filter of units only (every record it lets through is kept).
 impl<F: Fn(i64) -> bool> MessageFilter for F {
-    fn matches_unit(&self, tags_code: i64, _bit_map: Option<&[u8]>) -> bool {
+    fn matches_unit(&self, tags_code: i64, _ext: Option<&CqExtUnit>) -> bool {
         self(tags_code)
     }
 }

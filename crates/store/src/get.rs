@@ -52,6 +52,9 @@ pub struct GetMessageResult {
     pub total_bytes: usize,
     /// The data is so far behind that it is likely no longer in the page cache.
     pub suggest_pulling_from_slave: bool,
+    /// CommitLog bytes the read looked at: the records returned and those a filter judged
+    /// by their contents and left out (not those ruled out by the consume queue).
+    pub commit_log_bytes_read: usize,
 }
 
 impl GetMessageResult {
@@ -70,6 +73,7 @@ impl GetMessageResult {
             queue_offsets: Vec::new(),
             total_bytes: 0,
             suggest_pulling_from_slave: false,
+            commit_log_bytes_read: 0,
         }
     }
 
@@ -141,7 +145,7 @@ impl QueueReader<'_> {
         let mut max_py_pulling = 0i64;
         let mut scanned = 0usize;
         while scanned < units.len() && scanned < max_scan {
-            let unit = units.get(scanned);
+            let (unit, ext) = units.get_ext(scanned);
             let index = units.start_offset + scanned as i64;
             if unit.is_blank() {
                 scanned += 1;
@@ -160,11 +164,13 @@ impl QueueReader<'_> {
             }
             scanned += 1;
             if let Some(filter) = filter {
-                if !filter.matches_unit(unit.tags_code, None) {
+                if !filter.matches_unit(unit.tags_code, ext.as_ref()) {
                     continue;
                 }
             }
-            match self.commit_log.read(unit.commit_log_offset, unit.size) {
+            let read = self.commit_log.read(unit.commit_log_offset, unit.size);
+            result.commit_log_bytes_read += read.as_ref().map_or(0, |b| b.len());
+            match read {
                 Some(bytes) if !is_unit_record(&bytes, queue_id, index) => {
                     // The unit outlived its record (the CommitLog lost it and wrote others
                     // there, or holds damage recovery did not see): never served.

@@ -10,6 +10,7 @@ pub mod cleanup;
 pub mod commit_log;
 pub mod config;
 pub mod consume_queue;
+pub mod consume_queue_ext;
 pub mod delay;
 pub mod dispatch;
 pub mod error;

@@ -9,15 +9,15 @@
 //! every lookup on every core writes.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use rocketpy_protocol::topic::{validate_topic, SCHEDULE_TOPIC};
 use rustc_hash::FxHashMap;
 
-use crate::consume_queue::{ConsumeQueue, CqUnit};
+use crate::consume_queue::{ConsumeQueue, CqUnit, ExtInfo};
 use crate::delay;
-use crate::dispatch::{DispatchRequest, QueueUnits};
+use crate::dispatch::{BitMapCalculator, DispatchRequest, QueueUnits};
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
 use crate::padded::Padded;
@@ -33,6 +33,10 @@ pub struct ConsumeQueueTable {
     queues: Padded<RwLock<Table>>,
     /// The put path's own copy of `queues` (see the module documentation).
     put_queues: Padded<Mutex<Table>>,
+    /// Ext files' directory and file size (`enableConsumeQueueExt`).
+    ext: Option<(PathBuf, usize)>,
+    /// The broker's filter bit maps, written into ext units.
+    bit_maps: OnceLock<Arc<dyn BitMapCalculator>>,
 }
 
 impl std::fmt::Debug for ConsumeQueueTable {
@@ -59,7 +63,26 @@ impl ConsumeQueueTable {
             delay_levels,
             queues: Padded(RwLock::new(FxHashMap::default())),
             put_queues: Padded(Mutex::new(FxHashMap::default())),
+            ext: None,
+            bit_maps: OnceLock::new(),
         }
+    }
+
+    /// Queues with ext files under `dir`, `file_size` bytes each (`enableConsumeQueueExt`).
+    pub fn with_ext(mut self, dir: PathBuf, file_size: usize) -> Self {
+        self.ext = Some((dir, file_size));
+        self
+    }
+
+    /// Sets what computes messages' filter bit maps (once; later calls are ignored). Only a
+    /// store with ext files keeps them.
+    pub fn set_bit_map_calculator(&self, calc: Arc<dyn BitMapCalculator>) {
+        let _ = self.bit_maps.set(calc);
+    }
+
+    /// The ext files' directory, when queues have them.
+    pub fn ext_dir(&self) -> Option<&Path> {
+        self.ext.as_ref().map(|(d, _)| d.as_path())
     }
 
     /// The directory holding the queues.
@@ -102,13 +125,17 @@ impl ConsumeQueueTable {
     }
 
     fn new_queue(&self, topic: &str, queue_id: i32) -> ConsumeQueue {
-        ConsumeQueue::new(
+        let cq = ConsumeQueue::new(
             self.storage.clone(),
             &self.dir,
             topic,
             queue_id,
             self.file_size,
-        )
+        );
+        match &self.ext {
+            Some((dir, size)) => cq.with_ext(dir, *size),
+            None => cq,
+        }
     }
 
     /// Every queue.
@@ -195,19 +222,42 @@ impl ConsumeQueueTable {
             return Ok(());
         }
         let unit = self.unit_of(req);
+        let ext = self.ext_info(req);
         self.with_put_queue(req.topic, req.queue_id, |cq| {
             if recovered {
-                cq.put_recovered(req.consume_queue_offset, unit)
+                cq.put_recovered(req.consume_queue_offset, unit, &ext)
             } else {
-                cq.put(req.consume_queue_offset, unit)
+                cq.put_ext(req.consume_queue_offset, unit, &ext)
             }
         })
+    }
+
+    /// What a record's ext unit holds besides its tags code (nothing to compute without ext
+    /// files).
+    fn ext_info(&self, req: &DispatchRequest<'_>) -> ExtInfo {
+        if self.ext.is_none() {
+            return ExtInfo::default();
+        }
+        let bit_map = self
+            .bit_maps
+            .get()
+            .and_then(|c| c.bit_map(req.topic, req.properties))
+            .map(bytes::Bytes::from)
+            .unwrap_or_default();
+        ExtInfo {
+            store_time: req.store_timestamp,
+            bit_map,
+        }
     }
 
     /// The put path's dispatch: adds the unit of a consumable record to `cq`, its queue
     /// (found once per put by the CommitLog, see [`crate::put_state`]).
     pub(crate) fn dispatch_into(&self, cq: &ConsumeQueue, req: &DispatchRequest<'_>) -> Result<()> {
-        cq.put(req.consume_queue_offset, self.unit_of(req))
+        cq.put_ext(
+            req.consume_queue_offset,
+            self.unit_of(req),
+            &self.ext_info(req),
+        )
     }
 
     /// The consume-queue unit of a record: the schedule topic's tags code is its delivery time.

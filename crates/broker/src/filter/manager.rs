@@ -8,9 +8,12 @@
 //! not compile leaves no filter (a pull then answers FILTER_DATA_NOT_EXIST, as RocketMQ's).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
+use rocketpy_filter::bloom::{BloomBits, BloomFilter};
 use rocketpy_filter::Filter;
 use rocketpy_protocol::body::SubscriptionData;
 use rocketpy_protocol::subscription::is_tag_type;
@@ -42,6 +45,8 @@ pub struct FilterData {
     /// When its group left (0 while alive).
     pub dead_time: i64,
     pub filter: Arc<Filter>,
+    /// Its bits in messages' bit maps (key `group#topic`).
+    pub bloom: Option<BloomBits>,
 }
 
 impl FilterData {
@@ -68,12 +73,19 @@ impl FilterData {
                 born_time: now,
                 dead_time: 0,
                 filter: Arc::new(filter),
+                bloom: None,
             }),
             Err(e) => {
                 tracing::warn!(topic, group, expression, error = %e, "consumer filter does not compile");
                 None
             }
         }
+    }
+
+    /// Whether a message stored at `store_time` was dispatched while this filter was known
+    /// (RocketMQ's `isMsgInLive`): only then do its bits in the message's bit map count.
+    pub fn knew(&self, store_time: i64) -> bool {
+        store_time > self.born_time
     }
 
     /// Whether its group left (RocketMQ's `isDead`; 0 is never a death time here, so a
@@ -84,26 +96,88 @@ impl FilterData {
 }
 
 /// Filters by topic, then group.
-#[derive(Debug, Default)]
+pub type FilterTable = HashMap<String, HashMap<String, Arc<FilterData>>>;
+
+/// The filters of every topic, and the bloom filter placing their bits.
+#[derive(Debug)]
 pub struct ConsumerFilterManager {
-    by_topic: RwLock<HashMap<String, HashMap<String, Arc<FilterData>>>>,
+    by_topic: RwLock<FilterTable>,
+    bloom: BloomFilter,
+    /// Whether dispatch computes messages' bit maps (`enableCalcFilterBitMap`).
+    pub(super) calc_bit_map: bool,
+    /// `config/consumerFilter.json`, when the filters are kept (see [`super::persist`]).
+    pub(super) file: Option<PathBuf>,
+    /// Whether the table changed since it was last written.
+    pub(super) dirty: AtomicBool,
+}
+
+impl Default for ConsumerFilterManager {
+    fn default() -> Self {
+        Self::new(
+            BloomFilter::create(20, 32).expect("RocketMQ's defaults"),
+            false,
+        )
+    }
 }
 
 impl ConsumerFilterManager {
-    pub fn new() -> Self {
-        Self::default()
+    /// No filters yet; bits placed by `bloom`, bit maps computed at dispatch when
+    /// `calc_bit_map`.
+    pub fn new(bloom: BloomFilter, calc_bit_map: bool) -> Self {
+        ConsumerFilterManager {
+            by_topic: RwLock::new(HashMap::new()),
+            bloom,
+            calc_bit_map,
+            file: None,
+            dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// The bloom filter's shape.
+    pub fn bloom(&self) -> &BloomFilter {
+        &self.bloom
+    }
+
+    /// Replaces the table (loading `consumerFilter.json`).
+    pub(super) fn replace(&self, table: FilterTable) {
+        *self.by_topic.write() = table;
+    }
+
+    /// A copy of the table (persisting it).
+    pub(super) fn snapshot(&self) -> FilterTable {
+        self.by_topic.read().clone()
+    }
+
+    /// Runs `f` on the filters of `topic` (none: not called), under the table's read lock.
+    pub(super) fn with_topic<T>(
+        &self,
+        topic: &str,
+        f: impl FnOnce(&HashMap<String, Arc<FilterData>>) -> T,
+    ) -> Option<T> {
+        self.by_topic
+            .read()
+            .get(topic)
+            .filter(|g| !g.is_empty())
+            .map(f)
     }
 
     /// Registers a heartbeat's subscriptions of `group`; the group's filters of topics it no
     /// longer subscribes become dead.
     pub fn register(&self, group: &str, subscriptions: &[SubscriptionData], now: i64) {
+        if subscriptions
+            .iter()
+            .any(|s| !is_tag_type(Some(&s.expression_type)))
+        {
+            self.dirty.store(true, Ordering::Release);
+        }
         let mut by_topic = self.by_topic.write();
         for sub in subscriptions {
             if is_tag_type(Some(&sub.expression_type)) || sub.sub_string.is_empty() {
                 continue;
             }
             let groups = by_topic.entry(sub.topic.clone()).or_default();
-            register_one(groups, group, sub, now);
+            let bloom = self.bloom.generate(&format!("{group}#{}", sub.topic));
+            register_one(groups, group, sub, bloom, now);
         }
         for (topic, groups) in by_topic.iter_mut() {
             if subscriptions.iter().any(|s| &s.topic == topic) {
@@ -111,6 +185,7 @@ impl ConsumerFilterManager {
             }
             if let Some(data) = groups.get_mut(group).filter(|d| !d.is_dead()) {
                 Arc::make_mut(data).dead_time = now;
+                self.dirty.store(true, Ordering::Release);
             }
         }
         by_topic.retain(|_, groups| !groups.is_empty());
@@ -121,6 +196,7 @@ impl ConsumerFilterManager {
         for groups in self.by_topic.write().values_mut() {
             if let Some(data) = groups.get_mut(group).filter(|d| !d.is_dead()) {
                 Arc::make_mut(data).dead_time = now;
+                self.dirty.store(true, Ordering::Release);
             }
         }
     }
@@ -143,7 +219,11 @@ impl ConsumerFilterManager {
     pub fn clean(&self, now: i64, span_ms: i64) {
         let mut by_topic = self.by_topic.write();
         for groups in by_topic.values_mut() {
+            let before = groups.len();
             groups.retain(|_, d| !(d.is_dead() && now - d.dead_time >= span_ms));
+            if groups.len() != before {
+                self.dirty.store(true, Ordering::Release);
+            }
         }
         by_topic.retain(|_, groups| !groups.is_empty());
     }
@@ -157,6 +237,7 @@ fn register_one(
     groups: &mut HashMap<String, Arc<FilterData>>,
     group: &str,
     sub: &SubscriptionData,
+    bloom: BloomBits,
     now: i64,
 ) {
     let build = || {
@@ -168,6 +249,10 @@ fn register_one(
             sub.sub_version,
             now,
         )
+        .map(|d| FilterData {
+            bloom: Some(bloom.clone()),
+            ..d
+        })
     };
     let Some(old) = groups.get_mut(group) else {
         if let Some(data) = build() {
@@ -181,7 +266,10 @@ fn register_one(
         }
         return;
     }
-    if old.expression != sub.sub_string || old.expression_type != sub.expression_type {
+    if old.expression != sub.sub_string
+        || old.expression_type != sub.expression_type
+        || old.bloom.as_ref() != Some(&bloom)
+    {
         match build() {
             Some(data) => *old = Arc::new(data),
             None => {
@@ -207,7 +295,7 @@ mod tests {
 
     #[test]
     fn registers_by_version() {
-        let m = ConsumerFilterManager::new();
+        let m = ConsumerFilterManager::default();
         m.register("G", &[sql("T", "a > 1", 10)], 100);
         let f = m.get("T", "G").expect("registered");
         assert_eq!((f.client_version, f.expression.as_str()), (10, "a > 1"));
@@ -237,7 +325,7 @@ mod tests {
 
     #[test]
     fn dies_revives_and_is_cleaned() {
-        let m = ConsumerFilterManager::new();
+        let m = ConsumerFilterManager::default();
         m.register("G", &[sql("T", "a > 1", 10), sql("U", "b = 'x'", 10)], 100);
         // The group stops subscribing U: U's filter dies, T's lives.
         m.register("G", &[sql("T", "a > 1", 10)], 200);

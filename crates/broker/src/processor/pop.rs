@@ -57,10 +57,11 @@ struct PopRequest {
 /// the key means one thing).
 fn pop_filter(
     broker: &BrokerInner,
+    topic_group: (&str, &str),
     exp: &str,
     exp_type: Option<&str>,
 ) -> Result<ExpressionFilter, ProcessError> {
-    let filter = ExpressionFilter::compile(exp, exp_type)
+    let filter = ExpressionFilter::compile(&broker.filters, topic_group, exp, exp_type)
         .map_err(|remark| ProcessError::new(response::SUBSCRIPTION_PARSE_FAILED, remark))?;
     match exp_type {
         Some(ty) if !is_tag_type(Some(ty)) && !broker.config().enable_property_filter => {
@@ -92,7 +93,12 @@ pub fn pop_message(
         .clone()
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| "*".into());
-    let filter = pop_filter(broker, &exp, h.exp_type.as_deref())?;
+    let filter = pop_filter(
+        broker,
+        (&h.topic, &h.consumer_group),
+        &exp,
+        h.exp_type.as_deref(),
+    )?;
     let mut pop = PopRequest {
         order,
         filter,

@@ -187,8 +187,13 @@ fn pull_filter(
     let (filter, expression_type) = if h.sys_flag & pull_flag::SUBSCRIPTION != 0 {
         let expression = h.subscription.as_deref().unwrap_or("*");
         let ty = h.expression_type.as_deref();
-        let filter = ExpressionFilter::compile(expression, ty)
-            .map_err(|remark| ProcessError::new(response::SUBSCRIPTION_PARSE_FAILED, remark))?;
+        let filter = ExpressionFilter::compile(
+            &broker.filters,
+            (&h.topic, &h.consumer_group),
+            expression,
+            ty,
+        )
+        .map_err(|remark| ProcessError::new(response::SUBSCRIPTION_PARSE_FAILED, remark))?;
         (filter, ty.unwrap_or_default().to_owned())
     } else {
         let subscription = match broker
@@ -231,7 +236,7 @@ fn pull_filter(
                 ));
             }
             (
-                ExpressionFilter::Sql(data.filter.clone()),
+                ExpressionFilter::registered(&broker.filters, data),
                 subscription.expression_type,
             )
         }

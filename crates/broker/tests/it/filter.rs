@@ -197,3 +197,125 @@ fn sql92_filters_pull_and_pop_by_properties() {
     let bad = pop(&mut w, &servers, "p2", "a IN (");
     assert_eq!(bad.code, SUBSCRIPTION_PARSE_FAILED, "{:?}", bad.remark);
 }
+
+/// The bloom-filter bit map of the seed: with `enableCalcFilterBitMap` and
+/// `enableConsumeQueueExt`, a group's registered SQL92 filter rules messages out by their
+/// consume-queue ext units, so a pull reads only the matching records from the CommitLog —
+/// before and after a restart (the filters kept in consumerFilter.json, the ext files
+/// recovered).
+#[test]
+fn the_bit_map_skips_messages_without_reading_them_through_a_restart() {
+    use rocketpy_broker::filter::ExpressionFilter;
+
+    let mut servers = Servers::start_with(|namesrv| {
+        vec![
+            ("namesrvAddr", namesrv.to_string()),
+            ("enablePropertyFilter", "true".into()),
+            ("enableCalcFilterBitMap", "true".into()),
+            ("enableConsumeQueueExt", "true".into()),
+            ("mappedFileSizeConsumeQueueExt", "4096".into()),
+        ]
+    });
+    let mut w = Wire::connect(servers.broker_addr());
+    heartbeat(&mut w, "bits", "a = 3 OR a = 13", 1);
+    let send = |w: &mut Wire, range: std::ops::Range<i32>| {
+        for a in range {
+            let props = format!("a\u{1}{a}\u{2}UNIQ_KEY\u{1}B{a}\u{2}");
+            let fields = v2_fields("SqlTopic", "0", &props, "false");
+            assert_eq!(w.call(SEND_MESSAGE_V2, &fields, b"bit-map").code, SUCCESS);
+        }
+    };
+    send(&mut w, 0..200);
+    // What the store read for the group's filter: only the matching records.
+    let read = |servers: &Servers, from: i64| {
+        let inner = servers.broker.as_ref().unwrap().inner();
+        let data = inner.filters.get("SqlTopic", "bits").expect("registered");
+        let filter = ExpressionFilter::registered(&inner.filters, data);
+        let got = inner
+            .store
+            .get_message("SqlTopic", 0, from, 32, Some(&filter));
+        let values: Vec<String> = got
+            .messages
+            .iter()
+            .map(
+                |m| match rocketpy_protocol::message::record::decode(m, false).unwrap() {
+                    rocketpy_protocol::message::record::Decoded::Message(v) => {
+                        rocketpy_protocol::message::properties::find(v.properties, "a")
+                            .unwrap()
+                            .to_owned()
+                    }
+                    _ => unreachable!(),
+                },
+            )
+            .collect();
+        (
+            values,
+            got.total_bytes,
+            got.commit_log_bytes_read,
+            got.next_begin_offset,
+        )
+    };
+    let (got, kept, read_bytes, next) = read(&servers, 0);
+    assert_eq!(got, ["3", "13"]);
+    assert_eq!(
+        read_bytes, kept,
+        "no other record was read from the CommitLog"
+    );
+    assert_eq!(next, 200);
+    // The same expression without registered bits reads every record to judge it.
+    let inner = servers.broker.as_ref().unwrap().inner();
+    let unregistered = ExpressionFilter::compile(
+        &inner.filters,
+        ("SqlTopic", "no-heartbeat"),
+        "a = 3 OR a = 13",
+        Some("SQL92"),
+    )
+    .unwrap();
+    let all = inner
+        .store
+        .get_message("SqlTopic", 0, 0, 32, Some(&unregistered));
+    assert_eq!(all.messages.len(), 2);
+    assert!(
+        all.commit_log_bytes_read >= 90 * all.total_bytes,
+        "all 200 records read"
+    );
+    // The wire agrees (the group's subscription from its heartbeat).
+    assert_eq!(
+        values(&pull(&mut w, "bits", "0", "", "SQL92", 1)),
+        ["3", "13"]
+    );
+    // Ext files exist, sparse and only where units were written.
+    let inner = servers.broker.as_ref().unwrap().inner();
+    let store_dir = inner.settings.store.store_path_root_dir.clone();
+    let ext_dir = store_dir.join("consumequeue_ext/SqlTopic/0");
+    assert!(
+        ext_dir.join("00000000000000000000").exists(),
+        "{}",
+        ext_dir.display()
+    );
+
+    servers.restart_broker();
+    let mut w = Wire::connect(servers.broker_addr());
+    // Before the group's heartbeat: its filter came back from consumerFilter.json (dead, as
+    // RocketMQ loads them), the ext units from their files; new messages get bit maps too.
+    send(&mut w, 200..220);
+    let (got, kept, read_bytes, _) = read(&servers, 0);
+    assert_eq!(got, ["3", "13"]);
+    assert_eq!(read_bytes, kept, "the bit maps still rule the others out");
+    let (got, kept, read_bytes, _) = read(&servers, 200);
+    assert_eq!(
+        (got.len(), read_bytes),
+        (0, kept),
+        "dispatched after the restart"
+    );
+    // The request's own expression (SUBSCRIPTION flag) is the registered filter: served too.
+    let got = pull(
+        &mut w,
+        "bits",
+        WITH_SUBSCRIPTION,
+        "a = 3 OR a = 13",
+        "SQL92",
+        1,
+    );
+    assert_eq!(values(&got), ["3", "13"]);
+}

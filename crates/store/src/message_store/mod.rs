@@ -112,8 +112,25 @@ impl MessageStore {
         Self::open_with(config, FsStorage::shared())
     }
 
+    /// [`MessageStore::open`] with what computes messages' filter bit maps at dispatch
+    /// (kept with `enableConsumeQueueExt`), recovery's re-dispatch included.
+    pub fn open_with_bit_maps(
+        config: StoreConfig,
+        bit_maps: Arc<dyn crate::dispatch::BitMapCalculator>,
+    ) -> Result<Arc<MessageStore>> {
+        Self::open_parts(config, FsStorage::shared(), Some(bit_maps))
+    }
+
     /// [`MessageStore::open`] on any [`Storage`] (tests use a simulated disk).
     pub fn open_with(config: StoreConfig, storage: Arc<dyn Storage>) -> Result<Arc<MessageStore>> {
+        Self::open_parts(config, storage, None)
+    }
+
+    fn open_parts(
+        config: StoreConfig,
+        storage: Arc<dyn Storage>,
+        bit_maps: Option<Arc<dyn crate::dispatch::BitMapCalculator>>,
+    ) -> Result<Arc<MessageStore>> {
         config.validate()?;
         let root = config.store_path_root_dir.clone();
         let lock = StoreLock::acquire(storage.as_ref(), &root)?;
@@ -131,12 +148,23 @@ impl MessageStore {
             config.commit_log_dir(),
             config.mapped_file_size_commit_log,
         ));
-        let queues = Arc::new(ConsumeQueueTable::new(
+        let queues = ConsumeQueueTable::new(
             storage.clone(),
             config.consume_queue_dir(),
             config.mapped_file_size_consume_queue,
             delay_levels.clone(),
-        ));
+        );
+        let queues = Arc::new(if config.enable_consume_queue_ext {
+            queues.with_ext(
+                config.consume_queue_ext_dir(),
+                config.mapped_file_size_consume_queue_ext,
+            )
+        } else {
+            queues
+        });
+        if let Some(calc) = bit_maps {
+            queues.set_bit_map_calculator(calc);
+        }
         let index = Arc::new(IndexService::new(
             storage.clone(),
             config.index_dir(),
@@ -380,8 +408,14 @@ impl MessageStore {
             .forget_topic(topic, || self.queues.remove_topic(topic));
         for cq in &removed {
             cq.files().destroy()?;
+            if let Some(ext) = cq.ext() {
+                ext.files().destroy()?;
+            }
         }
         let _ = std::fs::remove_dir(self.queues.dir().join(topic));
+        if let Some(dir) = self.queues.ext_dir() {
+            let _ = std::fs::remove_dir(dir.join(topic));
+        }
         Ok(removed.len())
     }
 

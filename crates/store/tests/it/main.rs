@@ -5,6 +5,7 @@ mod common;
 mod crash_loop;
 mod delay;
 mod disk_full;
+mod ext;
 mod group_commit;
 mod index;
 mod offline_reader;

@@ -5,108 +5,30 @@
 //! big-endian: `commitLogOffset i64 | size i32 | tagsCode i64`. Unit `n` of the queue is the
 //! message with queue offset `n`. A "blank" unit `(0, i32::MAX, 0)` fills gaps, as RocketMQ's
 //! pre-blank does; readers skip it.
+//!
+//! With the ext file (`enableConsumeQueueExt`, [`crate::consume_queue_ext`]) a unit's tags
+//! code field holds the address of its ext unit; readers here see the real tags code
+//! ([`ConsumeQueue::get`], [`UnitBuffer::get`]) and, when they ask, the ext unit.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
-
+use crate::consume_queue_ext::{is_ext_addr, ConsumeQueueExt, CqExtUnit};
 use crate::error::{Result, StoreError};
 use crate::io::Storage;
 use crate::mapped_file::{FileKind, MappedFile};
 use crate::mapped_file_queue::MappedFileQueue;
 
-/// Bytes per unit.
-pub const CQ_UNIT_SIZE: usize = 20;
+mod unit;
+
+use unit::resolve;
+pub use unit::{CqUnit, ExtInfo, UnitBuffer, CQ_UNIT_SIZE};
 
 /// Byte position of queue offset `index`; `None` for offsets no queue can have (negative, or
 /// overflowing: they come from damaged records or hostile requests).
 fn byte_of(index: i64) -> Option<u64> {
     u64::try_from(index).ok()?.checked_mul(CQ_UNIT_SIZE as u64)
-}
-
-/// One consume-queue unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CqUnit {
-    /// Where the record starts in the CommitLog.
-    pub commit_log_offset: i64,
-    /// The record's total size.
-    pub size: i32,
-    /// Tags hash (or delivery time for delayed messages).
-    pub tags_code: i64,
-}
-
-impl CqUnit {
-    /// Where the record ends in the CommitLog (saturating: a unit read from a damaged file may
-    /// hold any numbers).
-    pub fn end(&self) -> i64 {
-        self.commit_log_offset.saturating_add(i64::from(self.size))
-    }
-
-    /// The gap filler.
-    pub const BLANK: CqUnit = CqUnit {
-        commit_log_offset: 0,
-        size: i32::MAX,
-        tags_code: 0,
-    };
-
-    /// The 20 bytes of this unit.
-    pub fn encode(&self) -> [u8; CQ_UNIT_SIZE] {
-        let mut out = [0u8; CQ_UNIT_SIZE];
-        out[0..8].copy_from_slice(&self.commit_log_offset.to_be_bytes());
-        out[8..12].copy_from_slice(&self.size.to_be_bytes());
-        out[12..20].copy_from_slice(&self.tags_code.to_be_bytes());
-        out
-    }
-
-    /// Parses 20 bytes (`buf` must hold at least 20).
-    pub fn decode(buf: &[u8]) -> CqUnit {
-        let mut o = [0u8; 8];
-        o.copy_from_slice(&buf[0..8]);
-        let mut t = [0u8; 8];
-        t.copy_from_slice(&buf[12..20]);
-        CqUnit {
-            commit_log_offset: i64::from_be_bytes(o),
-            size: i32::from_be_bytes([buf[8], buf[9], buf[10], buf[11]]),
-            tags_code: i64::from_be_bytes(t),
-        }
-    }
-
-    /// Whether this is a gap filler.
-    pub fn is_blank(&self) -> bool {
-        *self == CqUnit::BLANK
-    }
-
-    /// Whether recovery accepts this unit as written (RocketMQ's test: offset >= 0, size > 0).
-    pub fn is_valid(&self) -> bool {
-        self.commit_log_offset >= 0 && self.size > 0
-    }
-}
-
-/// Units read from one file, starting at a queue offset; shares the file's memory.
-#[derive(Debug, Clone)]
-pub struct UnitBuffer {
-    /// Queue offset of the first unit.
-    pub start_offset: i64,
-    bytes: Bytes,
-}
-
-impl UnitBuffer {
-    /// Number of units.
-    pub fn len(&self) -> usize {
-        self.bytes.len() / CQ_UNIT_SIZE
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
-    }
-
-    /// Unit `i` of the buffer.
-    pub fn get(&self, i: usize) -> CqUnit {
-        CqUnit::decode(&self.bytes[i * CQ_UNIT_SIZE..])
-    }
 }
 
 /// One topic queue's index.
@@ -117,6 +39,8 @@ pub struct ConsumeQueue {
     files: MappedFileQueue,
     /// Byte offset of the first unit still valid (after retention moved it).
     min_logic_offset: AtomicI64,
+    /// The ext files (`enableConsumeQueueExt`).
+    ext: Option<Arc<ConsumeQueueExt>>,
 }
 
 impl ConsumeQueue {
@@ -139,7 +63,25 @@ impl ConsumeQueue {
                 FileKind::QUEUE,
             ),
             min_logic_offset: AtomicI64::new(0),
+            ext: None,
         }
+    }
+
+    /// With ext files under `ext_root` of `file_size` bytes (`enableConsumeQueueExt`).
+    pub fn with_ext(mut self, ext_root: &Path, file_size: usize) -> Self {
+        self.ext = Some(Arc::new(ConsumeQueueExt::new(
+            self.files.storage().clone(),
+            ext_root,
+            &self.topic,
+            self.queue_id,
+            file_size,
+        )));
+        self
+    }
+
+    /// The ext files, when the queue has them.
+    pub fn ext(&self) -> Option<&ConsumeQueueExt> {
+        self.ext.as_deref()
     }
 
     /// The topic.
@@ -160,6 +102,9 @@ impl ConsumeQueue {
     /// Maps existing files.
     pub fn load(&self) -> Result<()> {
         self.files.load()?;
+        if let Some(ext) = &self.ext {
+            ext.load()?;
+        }
         self.min_logic_offset
             .store(self.files.min_offset() as i64, Ordering::Release);
         Ok(())
@@ -173,6 +118,8 @@ impl ConsumeQueue {
         }
         let start = files.len().saturating_sub(3);
         let mut end = files[start].from_offset();
+        // The last ext address the kept units name (1: none, as in RocketMQ).
+        let mut max_ext_addr = 1;
         'files: for file in &files[start..] {
             // SAFETY: recovery runs before any writer starts.
             let data = unsafe { file.whole() };
@@ -183,11 +130,18 @@ impl ConsumeQueue {
                     end = file.from_offset() + pos as u64;
                     break 'files;
                 }
+                if is_ext_addr(unit.tags_code) {
+                    max_ext_addr = unit.tags_code;
+                }
                 pos += CQ_UNIT_SIZE;
             }
             end = file.from_offset() + pos as u64;
         }
         self.files.writer().truncate_to(end)?;
+        if let Some(ext) = &self.ext {
+            ext.recover()?;
+            ext.truncate_after(max_ext_addr)?;
+        }
         self.min_logic_offset
             .fetch_max(self.files.min_offset() as i64, Ordering::AcqRel);
         Ok(())
@@ -208,8 +162,33 @@ impl ConsumeQueue {
         if end != self.files.max_offset() {
             tracing::info!(topic = %self.topic, queue = self.queue_id, units = end / CQ_UNIT_SIZE as u64, "consume queue truncated to the recovered CommitLog");
             self.files.writer().truncate_to(end)?;
+            if let Some(ext) = &self.ext {
+                // Ext units of the units cut go too: the last kept unit's is the end.
+                if let Some(addr) = self.last_ext_addr() {
+                    ext.truncate_after(addr)?;
+                }
+            }
         }
         Ok(())
+    }
+
+    /// The ext address of the last unit that has one, looking back over at most one file of
+    /// units.
+    fn last_ext_addr(&self) -> Option<i64> {
+        let per_file = (self.files.file_size() / CQ_UNIT_SIZE) as u64;
+        let mut byte = self.files.max_offset();
+        let floor = self
+            .files
+            .min_offset()
+            .max(byte.saturating_sub(per_file * CQ_UNIT_SIZE as u64));
+        while byte >= floor + CQ_UNIT_SIZE as u64 {
+            byte -= CQ_UNIT_SIZE as u64;
+            let unit = self.unit_at_byte(byte)?;
+            if is_ext_addr(unit.tags_code) {
+                return Some(unit.tags_code);
+            }
+        }
+        None
     }
 
     fn unit_at_byte(&self, byte: u64) -> Option<CqUnit> {
@@ -218,12 +197,18 @@ impl ConsumeQueue {
         file.read(pos, CQ_UNIT_SIZE).map(CqUnit::decode)
     }
 
-    /// The unit at queue offset `index`.
+    /// The unit at queue offset `index`, with its real tags code.
     pub fn get(&self, index: i64) -> Option<CqUnit> {
+        self.get_ext(index).map(|(unit, _)| unit)
+    }
+
+    /// The unit at queue offset `index` with its ext unit (see [`UnitBuffer::get_ext`]).
+    pub fn get_ext(&self, index: i64) -> Option<(CqUnit, Option<CqExtUnit>)> {
         if index < self.min_offset() {
             return None;
         }
-        self.unit_at_byte(byte_of(index)?)
+        let raw = self.unit_at_byte(byte_of(index)?)?;
+        Some(resolve(raw, self.ext.as_deref()))
     }
 
     /// The last non-blank unit (for the end of the dispatched CommitLog range).
@@ -249,6 +234,7 @@ impl ConsumeQueue {
         Some(UnitBuffer {
             start_offset: index,
             bytes: file.slice(pos, wrote - pos)?,
+            ext: self.ext.clone(),
         })
     }
 
@@ -313,6 +299,26 @@ impl ConsumeQueue {
     /// gap before `index` (lost units) is filled with blanks so numbering stays exact.
     /// Callers serialise calls (the CommitLog's lock or recovery).
     pub fn put(&self, index: i64, unit: CqUnit) -> Result<()> {
+        self.put_ext(index, unit, &ExtInfo::default())
+    }
+
+    /// [`ConsumeQueue::put`] with what the unit's ext unit holds besides its tags code. With
+    /// ext files, the ext unit is written only when the unit is (a unit already present keeps
+    /// its own); if it cannot be, the unit keeps its real tags code.
+    pub fn put_ext(&self, index: i64, unit: CqUnit, ext: &ExtInfo) -> Result<()> {
+        let with_ext = |mut unit: CqUnit| {
+            if let Some(files) = &self.ext {
+                let addr = files.put(&CqExtUnit {
+                    tags_code: unit.tags_code,
+                    store_time: ext.store_time,
+                    bit_map: ext.bit_map.clone(),
+                });
+                if let Some(addr) = addr {
+                    unit.tags_code = addr;
+                }
+            }
+            unit
+        };
         let target = byte_of(index).ok_or_else(|| {
             StoreError::corrupt(
                 self.files.dir().display().to_string(),
@@ -324,7 +330,7 @@ impl ConsumeQueue {
         if let Some(last) = writer.tail() {
             let end = last.from_offset() + last.wrote() as u64;
             if end == target && !last.is_full() {
-                let bytes = unit.encode();
+                let bytes = with_ext(unit).encode();
                 return writer.append_tail(CQ_UNIT_SIZE, |buf| buf.copy_from_slice(&bytes));
             }
         }
@@ -362,7 +368,7 @@ impl ConsumeQueue {
                 ));
             }
             let bytes = if end == target {
-                unit.encode()
+                with_ext(unit).encode()
             } else {
                 CqUnit::BLANK.encode()
             };
@@ -376,9 +382,9 @@ impl ConsumeQueue {
     /// is rewritten. A 20-byte unit can straddle two pages, which reach the disk independently,
     /// so a power loss can leave one half new and the other old: such a unit points at the
     /// right record with a wrong size. Only during recovery (no reader holds the bytes).
-    pub fn put_recovered(&self, index: i64, unit: CqUnit) -> Result<()> {
+    pub fn put_recovered(&self, index: i64, unit: CqUnit, ext: &ExtInfo) -> Result<()> {
         let Some(existing) = self.get(index) else {
-            return self.put(index, unit);
+            return self.put_ext(index, unit, ext);
         };
         if existing != unit {
             tracing::warn!(topic = %self.topic, queue = self.queue_id, index, ?existing, ?unit, "torn consume-queue unit rewritten from the CommitLog");
@@ -433,7 +439,11 @@ impl ConsumeQueue {
 
     /// Flushes dirty units.
     pub fn flush(&self) -> Result<()> {
-        self.files.flush()
+        self.files.flush()?;
+        match &self.ext {
+            Some(ext) => ext.flush(),
+            None => Ok(()),
+        }
     }
 
     /// Retention: deletes the files whose units all point below `commit_log_min` (their
@@ -475,106 +485,26 @@ impl ConsumeQueue {
         }
         let mut index = self.min_offset();
         let max = self.max_offset();
+        let mut min_ext_addr = None;
         while index < max {
-            match self.get(index) {
-                Some(u) if !u.is_blank() && u.commit_log_offset >= commit_log_min => break,
+            let raw = byte_of(index).and_then(|b| self.unit_at_byte(b));
+            match raw {
+                Some(u) if !u.is_blank() && u.commit_log_offset >= commit_log_min => {
+                    min_ext_addr = Some(u.tags_code).filter(|c| is_ext_addr(*c));
+                    break;
+                }
                 Some(_) => index += 1,
                 None => break,
             }
         }
         self.set_min_offset(index);
+        if let (Some(ext), Some(addr)) = (&self.ext, min_ext_addr) {
+            if let Err(e) = ext.delete_before(addr) {
+                tracing::warn!(topic = %self.topic, queue = self.queue_id, error = %e, "expired consume-queue ext files not deleted");
+            }
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn unit(i: i64) -> CqUnit {
-        CqUnit {
-            commit_log_offset: i * 100,
-            size: 100,
-            tags_code: i,
-        }
-    }
-
-    #[test]
-    fn unit_layout() {
-        let u = CqUnit {
-            commit_log_offset: 0x0102,
-            size: 0x0304,
-            tags_code: -1,
-        };
-        let b = u.encode();
-        assert_eq!(&b[0..8], &[0, 0, 0, 0, 0, 0, 1, 2]);
-        assert_eq!(&b[8..12], &[0, 0, 3, 4]);
-        assert_eq!(&b[12..20], &[0xFF; 8]);
-        assert_eq!(CqUnit::decode(&b), u);
-    }
-
-    /// Found by `make fuzz` (consume_queue_load): a unit of a damaged file ending past
-    /// i64::MAX made recovery's truncation overflow.
-    #[test]
-    fn units_with_any_numbers_do_not_overflow() {
-        let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(
-            crate::io::FsStorage::shared(),
-            dir.path(),
-            "T",
-            0,
-            10 * CQ_UNIT_SIZE,
-        );
-        let huge = CqUnit {
-            commit_log_offset: i64::MAX - 10,
-            size: i32::MAX,
-            tags_code: 0,
-        };
-        assert_eq!(huge.end(), i64::MAX);
-        cq.put(0, huge).unwrap();
-        cq.truncate_dirty(i64::MAX).unwrap();
-        assert_eq!(cq.max_offset(), 1, "a unit ending at the end is kept");
-        cq.truncate_dirty(0).unwrap();
-        assert_eq!(cq.max_offset(), 0);
-    }
-
-    #[test]
-    fn put_get_roll_and_recover() {
-        let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(
-            crate::io::FsStorage::shared(),
-            dir.path(),
-            "T",
-            1,
-            10 * CQ_UNIT_SIZE,
-        );
-        for i in 0..25 {
-            cq.put(i, unit(i)).unwrap();
-        }
-        cq.put(3, unit(99)).unwrap(); // duplicate: ignored
-        assert_eq!(cq.max_offset(), 25);
-        assert_eq!(cq.get(3), Some(unit(3)));
-        assert_eq!(cq.get(24), Some(unit(24)));
-        assert_eq!(cq.files().files().len(), 3);
-        let buf = cq.units_from(12).unwrap();
-        assert_eq!((buf.start_offset, buf.len()), (12, 8));
-        assert_eq!(buf.get(0), unit(12));
-        assert_eq!(cq.roll_next_file(12), 20);
-        drop(cq);
-
-        let cq = ConsumeQueue::new(
-            crate::io::FsStorage::shared(),
-            dir.path(),
-            "T",
-            1,
-            10 * CQ_UNIT_SIZE,
-        );
-        cq.load().unwrap();
-        cq.recover().unwrap();
-        assert_eq!(cq.max_offset(), 25);
-        cq.truncate_dirty(2100).unwrap(); // units 21.. point past the end
-        assert_eq!(cq.max_offset(), 21);
-        cq.put(23, unit(23)).unwrap(); // gap: blanks at 21, 22
-        assert!(cq.get(21).unwrap().is_blank());
-        assert_eq!(cq.get(23), Some(unit(23)));
-    }
-}
+mod tests;

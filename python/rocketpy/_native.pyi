@@ -200,6 +200,7 @@ class RemotingClient:
         timeout_ms: int = 10000,
         concurrency: int = 16,
         fail_on_data_loss: bool = True,
+        expression_type: str = "TAG",
     ) -> tuple[dict[str, Any], int]: ...
     def close_connection(self, addr: str) -> None: ...
     def shutdown(self) -> None: ...
@@ -428,6 +429,7 @@ class StoreReader:
         end: int,
         broker_name: str,
         subscription: str = "*",
+        expression_type: str = "TAG",
     ) -> tuple[dict[str, Any], int]: ...
 
 class EmbeddedStore:

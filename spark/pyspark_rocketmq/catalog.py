@@ -128,6 +128,7 @@ class OnlineCatalog(Catalog):
                 q.addr, self.opts.group, q.topic, q.queue_id, at, stop, q.broker_name,
                 subscription=self.opts.subscription, concurrency=self.opts.pull_concurrency,
                 fail_on_data_loss=self.opts.fail_on_data_loss,
+                expression_type=self.opts.subscription_type,
             )  # fmt: skip
             if cols["rows"]:
                 yield to_record_batch(cols, schema)
@@ -172,7 +173,8 @@ class OfflineCatalog(Catalog):
         while at < end:
             stop = min(end, at + self.opts.batch_rows)
             cols, at = self.reader.read_columns(
-                q.topic, q.queue_id, at, stop, q.broker_name, self.opts.subscription
-            )
+                q.topic, q.queue_id, at, stop, q.broker_name, self.opts.subscription,
+                self.opts.subscription_type,
+            )  # fmt: skip
             if cols["rows"]:
                 yield to_record_batch(cols, schema)

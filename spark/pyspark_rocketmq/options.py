@@ -16,6 +16,7 @@ from typing import Any
 from pyspark_rocketmq.access import PLAIN, Access
 from rocketpy.credentials import SessionCredentials
 from rocketpy.errors import ClientError
+from rocketpy.selector import check_sql_filter
 from rocketpy.tls import TlsOptions
 from rocketpy.validate import check_tag_expression
 
@@ -118,6 +119,16 @@ def access_of(options: Mapping[str, str]) -> Access:
     return Access(credentials, tls)
 
 
+def _filter_pushdown(options: Mapping[str, str], streaming: bool) -> bool:
+    on = _bool(options, "filterPushdown", False)
+    if on and streaming:
+        raise OptionError(
+            "option filterPushdown applies to batch reads only (Spark pushes no filters to "
+            "streaming Python sources); use subscription or sqlFilter"
+        )
+    return on
+
+
 def derived_group(topics: tuple[str, ...], subscription: str) -> str:
     """The consumer group a reader uses when ``groupId`` is not given: stable for the same
     topics and tag filter, so a restarted query reports under the same name."""
@@ -195,6 +206,7 @@ class ReadOptions:
     namesrv: str | None
     store_path: str | None
     broker_name: str
+    #: The tag expression, or with ``subscription_type`` SQL92 the ``sqlFilter`` expression.
     subscription: str
     group: str
     starting: str | Offsets
@@ -228,6 +240,10 @@ class ReadOptions:
     columns: tuple[str, ...] = ()
     #: The ACL account reads sign with and their TLS (:func:`access_of`).
     access: Access = PLAIN
+    #: ``TAG`` (``subscription`` is tags) or ``SQL92`` (the ``sqlFilter`` option).
+    subscription_type: str = "TAG"
+    #: Batch reads: push ``tags`` conditions to the broker (option ``filterPushdown``).
+    filter_pushdown: bool = False
 
     @staticmethod
     def parse(options: Mapping[str, str], streaming: bool) -> ReadOptions:
@@ -270,6 +286,19 @@ class ReadOptions:
             check_tag_expression(subscription)
         except ClientError as e:
             raise OptionError(f"option subscription: {e}") from e
+        subscription_type = "TAG"
+        sql = _get(options, "sqlFilter")
+        if sql is not None:
+            if subscription.strip() != "*":
+                raise OptionError(
+                    "give either the option subscription (tags) or sqlFilter (an SQL92 "
+                    "filter, which can test TAGS too), not both"
+                )
+            try:
+                check_sql_filter(sql)
+            except ClientError as e:
+                raise OptionError(f"option sqlFilter: {e}") from e
+            subscription, subscription_type = sql.strip(), "SQL92"
         by_ts = _get(options, "startingOffsetsByTimestamp")
         end_ts = _get(options, "endingOffsetsByTimestamp")
         if end_ts is not None and streaming:
@@ -280,6 +309,8 @@ class ReadOptions:
             store_path=store_path,
             broker_name=_get(options, "brokerName") or "broker-a",
             subscription=subscription,
+            subscription_type=subscription_type,
+            filter_pushdown=_filter_pushdown(options, streaming),
             group=_get(options, "groupId") or derived_group(topics, subscription),
             starting=parse_position(
                 _get(options, "startingOffsets"),

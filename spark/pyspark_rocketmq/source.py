@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -15,6 +15,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    Filter,
     InputPartition,
 )
 from pyspark.sql.pandas.types import to_arrow_type
@@ -27,7 +28,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from pyspark_rocketmq import plan
+from pyspark_rocketmq import plan, pushdown
 from pyspark_rocketmq.arrow import ARROW_SCHEMA, SCHEMA_DDL, project
 from pyspark_rocketmq.catalog import Catalog, Queue
 from pyspark_rocketmq.options import OptionError, ReadOptions
@@ -48,8 +49,10 @@ class RocketMQDataSource(DataSource):
         return SCHEMA_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        opts = ReadOptions.parse(self.options, streaming=False)
-        return BatchReader(replace(opts, columns=columns_of(schema)))
+        opts = replace(ReadOptions.parse(self.options, streaming=False), columns=columns_of(schema))
+        # Spark refuses every read of a reader with pushFilters while its
+        # spark.sql.python.filterPushdown.enabled is false: pushdown is asked for by option.
+        return PushdownBatchReader(opts) if opts.filter_pushdown else BatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         opts = ReadOptions.parse(self.options, streaming=True)
@@ -119,6 +122,16 @@ class BatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, partition)
+
+
+class PushdownBatchReader(BatchReader):
+    """A :class:`BatchReader` whose ``tags`` conditions become the broker's filter (option
+    ``filterPushdown=true``, with Spark's ``spark.sql.python.filterPushdown.enabled=true``)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """See :mod:`pyspark_rocketmq.pushdown`; Spark still evaluates every filter."""
+        self.opts = pushdown.pushed(self.opts, filters)
+        return filters
 
 
 class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

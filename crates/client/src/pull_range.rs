@@ -22,6 +22,8 @@ pub struct PullSpec {
     pub topic: String,
     pub queue_id: i32,
     pub subscription: String,
+    /// `TAG` or `SQL92` (the broker evaluates SQL92 with `enablePropertyFilter=true`).
+    pub expression_type: String,
     pub timeout: Duration,
 }
 
@@ -59,7 +61,7 @@ async fn pull_window(
                 suspend_timeout_millis: 0,
                 subscription: Some(spec.subscription.clone()),
                 sub_version: Some(0),
-                expression_type: Some("TAG".into()),
+                expression_type: Some(spec.expression_type.clone()),
                 max_msg_bytes: None,
             },
         );

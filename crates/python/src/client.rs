@@ -419,8 +419,9 @@ impl RemotingClient {
     /// Reads offsets `[start, end)` of one queue from the broker at `addr` as column buffers
     /// (for the Spark reader), with up to `concurrency` pulls in flight; returns
     /// `(columns, next_offset)`. Lost offsets (retention) raise `DataLossError`, or are
-    /// skipped when `fail_on_data_loss` is false.
-    #[pyo3(signature = (addr, group, topic, queue_id, start, end, broker_name, subscription="*", timeout_ms=10000, concurrency=16, fail_on_data_loss=true))]
+    /// skipped when `fail_on_data_loss` is false. `expression_type` `SQL92` makes
+    /// `subscription` an SQL92 filter (evaluated by the broker, and checked again here).
+    #[pyo3(signature = (addr, group, topic, queue_id, start, end, broker_name, subscription="*", timeout_ms=10000, concurrency=16, fail_on_data_loss=true, expression_type="TAG"))]
     #[allow(clippy::too_many_arguments)]
     fn pull_columns<'py>(
         &self,
@@ -436,6 +437,7 @@ impl RemotingClient {
         timeout_ms: u64,
         concurrency: usize,
         fail_on_data_loss: bool,
+        expression_type: &str,
     ) -> PyResult<(Bound<'py, pyo3::types::PyDict>, i64)> {
         self.owner.check("client")?;
         let spec = rocketpy_client::pull_range::PullSpec {
@@ -444,6 +446,7 @@ impl RemotingClient {
             topic: topic.to_owned(),
             queue_id,
             subscription: subscription.to_owned(),
+            expression_type: expression_type.to_owned(),
             timeout: Duration::from_millis(timeout_ms),
         };
         crate::columns::pull_columns(

@@ -83,22 +83,41 @@ impl VarColumn {
     }
 }
 
-/// Which messages a read keeps, by exact tag (after the tags-hash filter of a broker).
+/// Which messages a read keeps: by exact tag (after the tags-hash filter of a broker), or
+/// by an SQL92 expression on the properties (what a broker with `enablePropertyFilter=true`
+/// evaluated already; a store read offline evaluates it here).
 #[derive(Debug, Clone, Default)]
-pub struct TagFilter {
+pub struct RowFilter {
     tags: Option<HashSet<String>>,
+    sql: Option<rocketpy_filter::Filter>,
 }
 
-impl TagFilter {
-    /// From a subscription expression: `*` (or empty) keeps all, `A || B` keeps those tags.
-    pub fn parse(expression: &str) -> TagFilter {
-        TagFilter {
-            tags: tags_of(expression).map(|t| t.into_iter().map(str::to_owned).collect()),
+impl RowFilter {
+    /// From a subscription: a tag expression (`*` or empty keeps all, `A || B` keeps those
+    /// tags), or, when `expression_type` is `SQL92`, an SQL92 expression (Err: it does not
+    /// compile, or the type is unknown).
+    pub fn parse(
+        expression: &str,
+        expression_type: &str,
+    ) -> std::result::Result<RowFilter, String> {
+        match expression_type {
+            "" | "TAG" => Ok(RowFilter {
+                tags: tags_of(expression).map(|t| t.into_iter().map(str::to_owned).collect()),
+                sql: None,
+            }),
+            "SQL92" => Ok(RowFilter {
+                tags: None,
+                sql: Some(rocketpy_filter::Filter::compile(expression).map_err(|e| e.to_string())?),
+            }),
+            other => Err(format!("unknown expression type {other:?} (TAG or SQL92)")),
         }
     }
 
-    /// Whether a message with these tags is kept.
-    pub fn accepts(&self, tags: Option<&str>) -> bool {
+    /// Whether a message with these tags and stored properties is kept.
+    pub fn accepts(&self, tags: Option<&str>, properties: &str) -> bool {
+        if let Some(sql) = &self.sql {
+            return sql.matches(&rocketpy_filter::EncodedProperties(properties));
+        }
         match (&self.tags, tags) {
             (None, _) => true,
             (Some(set), Some(t)) => set.contains(t),
@@ -154,7 +173,7 @@ impl ColumnBatch {
         &mut self,
         v: &RecordView<'_>,
         broker_name: &str,
-        filter: &TagFilter,
+        filter: &RowFilter,
     ) -> Result<bool> {
         let mut tags = None;
         let mut msg_keys = None;
@@ -171,7 +190,7 @@ impl ColumnBatch {
                 _ => {}
             }
         }
-        if !filter.accepts(tags) {
+        if !filter.accepts(tags, v.properties) {
             return Ok(false);
         }
         let inflated;
@@ -217,7 +236,7 @@ impl ColumnBatch {
         &mut self,
         data: &[u8],
         broker_name: &str,
-        filter: &TagFilter,
+        filter: &RowFilter,
         end: i64,
     ) -> Result<Option<i64>> {
         let mut last = None;
@@ -254,10 +273,21 @@ mod tests {
     }
 
     #[test]
-    fn tag_filter() {
-        let f = TagFilter::parse("A || B");
-        assert!(f.accepts(Some("A")) && f.accepts(Some("B")));
-        assert!(!f.accepts(Some("C")) && !f.accepts(None));
-        assert!(TagFilter::parse("*").accepts(None));
+    fn row_filter() {
+        let f = RowFilter::parse("A || B", "TAG").unwrap();
+        assert!(f.accepts(Some("A"), "") && f.accepts(Some("B"), ""));
+        assert!(!f.accepts(Some("C"), "") && !f.accepts(None, ""));
+        assert!(RowFilter::parse("*", "").unwrap().accepts(None, ""));
+        let sql = RowFilter::parse("a > 5 AND TAGS = 'X'", "SQL92").unwrap();
+        assert!(sql.accepts(Some("X"), "a\u{1}7\u{2}TAGS\u{1}X\u{2}"));
+        assert!(!sql.accepts(Some("X"), "a\u{1}3\u{2}TAGS\u{1}X\u{2}"));
+        assert!(
+            !sql.accepts(None, ""),
+            "a missing property makes the comparison false"
+        );
+        assert!(RowFilter::parse("a >", "SQL92")
+            .unwrap_err()
+            .contains("character"));
+        assert!(RowFilter::parse("x", "CLASS").is_err());
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::columnar::{ColumnBatch, TagFilter, VarColumn};
+use crate::columnar::{ColumnBatch, RowFilter, VarColumn};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -130,7 +130,7 @@ impl StoreReader {
 
     /// Reads offsets `[start, end)` into column buffers; returns `(columns, next_offset)`
     /// (`next_offset < end` when the batch filled up first).
-    #[pyo3(signature = (topic, queue_id, start, end, broker_name, subscription="*"))]
+    #[pyo3(signature = (topic, queue_id, start, end, broker_name, subscription="*", expression_type="TAG"))]
     #[allow(clippy::too_many_arguments)] // the Python signature
     fn read_columns<'py>(
         &self,
@@ -141,8 +141,10 @@ impl StoreReader {
         end: i64,
         broker_name: &str,
         subscription: &str,
+        expression_type: &str,
     ) -> PyResult<(Bound<'py, PyDict>, i64)> {
-        let filter = TagFilter::parse(subscription);
+        let filter = RowFilter::parse(subscription, expression_type)
+            .map_err(crate::errors::InvalidArgumentError::new_err)?;
         let (batch, next) = process::detach(py, || {
             let mut batch = ColumnBatch::new();
             let next = self.inner.read(topic, queue_id, start..end, |v| {
@@ -168,7 +170,8 @@ pub fn pull_columns<'py>(
     fail_on_data_loss: bool,
 ) -> PyResult<(Bound<'py, PyDict>, i64)> {
     let spec = Arc::new(spec);
-    let filter = TagFilter::parse(&spec.subscription);
+    let filter = RowFilter::parse(&spec.subscription, &spec.expression_type)
+        .map_err(crate::errors::InvalidArgumentError::new_err)?;
     let fut = async {
         let windows = pull_range(client, spec.clone(), start, end, concurrency)
             .await

@@ -98,3 +98,20 @@ def test_a_broker_without_property_filters_refuses_loudly(shared_dev: ServerProc
         ):
             admin.pull_messages(mq, 0, 32, selector=MessageSelector.by_sql("a > 1"))
         assert admin.pull_messages(mq, 0, 32, selector="*"), "tags are served"
+    # A consumer asks the brokers at start (CHECK_CLIENT_CONFIG), as RocketMQ's clients do.
+    c = PushConsumer("sql-refused", client_config=fast_config(shared_dev.namesrv))
+    c.subscribe("SqlRefused", MessageSelector.by_sql("a > 1"))
+    c.register_listener(Collector())
+    with pytest.raises(ClientError, match="enablePropertyFilter=true"):
+        c.start()
+    # Subscribing a started consumer is refused the same way, keeping what it had.
+    c = PushConsumer("sql-refused-2", client_config=fast_config(shared_dev.namesrv))
+    c.subscribe("SqlRefused", "*")
+    c.register_listener(Collector())
+    c.start()
+    try:
+        with pytest.raises(ClientError, match="does not serve the SQL92 subscription"):
+            c.subscribe("SqlRefused", MessageSelector.by_sql("a > 1"))
+        assert c.subscribed_topics() >= {"SqlRefused"}
+    finally:
+        c.shutdown()

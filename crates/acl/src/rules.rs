@@ -222,6 +222,12 @@ pub const BROKER: &[(i32, &str, Rule)] = &[
         "LOCK_BATCH_MQ",
         Rule::Body(Body::Lock),
     ),
+    // Reads nothing stored: whether this broker compiles an expression.
+    (
+        request::CHECK_CLIENT_CONFIG,
+        "CHECK_CLIENT_CONFIG",
+        Rule::Signed,
+    ),
     (
         request::UNLOCK_BATCH_MQ,
         "UNLOCK_BATCH_MQ",

@@ -47,6 +47,8 @@ codes! {
         NOTIFY_CONSUMER_IDS_CHANGED = 40,
         LOCK_BATCH_MQ = 41,
         UNLOCK_BATCH_MQ = 42,
+        /// A consumer asks whether the broker can serve its subscription (SQL92 filters).
+        CHECK_CLIENT_CONFIG = 46,
         /// A slave's metadata sync: every committed consumer offset (`consumerOffset.json`).
         GET_ALL_CONSUMER_OFFSET = 43,
         /// A slave's metadata sync: the delay levels' progress (`delayOffset.json`).

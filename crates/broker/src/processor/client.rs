@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use rocketpy_protocol::body::heartbeat::CheckClientRequestBody;
 use rocketpy_protocol::body::{fastjson, ConsumerListBody, HeartbeatData};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::{
@@ -133,4 +134,35 @@ pub fn consumer_list_by_group(
             format!("no consumer for this group, {}", h.consumer_group),
         )),
     }
+}
+
+/// CHECK_CLIENT_CONFIG: whether this broker serves a consumer's subscription, as RocketMQ's
+/// ClientManageProcessor answers it: tags always; another type only with
+/// `enablePropertyFilter=true` (else SYSTEM_ERROR), and only an expression that compiles
+/// (else SUBSCRIPTION_PARSE_FAILED, saying where).
+pub fn check_client_config(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let body: CheckClientRequestBody = fastjson::from_slice(&req.body).map_err(|e| {
+        ProcessError::new(
+            response::SYSTEM_ERROR,
+            format!("invalid CheckClientRequestBody: {e}"),
+        )
+    })?;
+    if let Some(sub) = body.subscription_data {
+        let ty = sub.expression_type.as_str();
+        if !rocketpy_protocol::subscription::is_tag_type(Some(ty)) {
+            if !broker.config().enable_property_filter {
+                return Err(ProcessError::new(
+                    response::SYSTEM_ERROR,
+                    crate::filter::not_supported(ty),
+                ));
+            }
+            crate::filter::manager::compile(ty, &sub.sub_string)
+                .map_err(|e| ProcessError::new(response::SUBSCRIPTION_PARSE_FAILED, e))?;
+        }
+    }
+    reply(ok(req))
 }

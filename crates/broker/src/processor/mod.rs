@@ -139,6 +139,10 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
     );
     t.register(request::HEART_BEAT, route(&slot, client::heart_beat));
     t.register(
+        request::CHECK_CLIENT_CONFIG,
+        route(&slot, client::check_client_config),
+    );
+    t.register(
         request::UNREGISTER_CLIENT,
         route(&slot, client::unregister_client),
     );

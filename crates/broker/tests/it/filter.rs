@@ -13,6 +13,7 @@ use crate::Servers;
 const PULL_MESSAGE: i32 = 11;
 const HEART_BEAT: i32 = 34;
 const POP_MESSAGE: i32 = 200050;
+const CHECK_CLIENT_CONFIG: i32 = 46;
 const SEND_MESSAGE_V2: i32 = 310;
 const SUCCESS: i32 = 0;
 const SYSTEM_ERROR: i32 = 1;
@@ -61,6 +62,16 @@ fn pop(w: &mut Wire, servers: &Servers, group: &str, expr: &str) -> Frame {
         ],
         b"",
     )
+}
+
+/// CHECK_CLIENT_CONFIG of a subscription (as RocketMQ's Java client sends it at start).
+fn check(w: &mut Wire, expr: &str, ty: &str) -> Frame {
+    let body = format!(
+        r#"{{"clientId":"127.0.0.1@c","group":"g","subscriptionData":{{"topic":"SqlTopic",
+        "subString":"{expr}","expressionType":"{ty}","tagsSet":[],"codeSet":[],"subVersion":1,
+        "classFilterMode":false}}}}"#
+    );
+    w.call(CHECK_CLIENT_CONFIG, &[], body.as_bytes())
 }
 
 fn heartbeat(w: &mut Wire, group: &str, expr: &str, version: i64) {
@@ -168,6 +179,12 @@ fn sql92_filters_pull_and_pop_by_properties() {
         "{:?}",
         bad.remark
     );
+
+    // A client's check at start: served, or not compiled (with where).
+    assert_eq!(check(&mut w, "a > 5", "SQL92").code, SUCCESS);
+    let bad = check(&mut w, "a > ", "SQL92");
+    assert_eq!(bad.code, SUBSCRIPTION_PARSE_FAILED);
+    assert!(bad.remark.unwrap().contains("character"));
 
     // The group's expression from its heartbeats, by version.
     heartbeat(&mut w, "g2", "a < 3", 5);

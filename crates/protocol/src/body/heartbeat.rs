@@ -131,6 +131,20 @@ pub struct HeartbeatData {
     pub consumer_data_set: Vec<ConsumerData>,
 }
 
+/// Body of CHECK_CLIENT_CONFIG (RocketMQ's `CheckClientRequestBody`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckClientRequestBody {
+    #[serde(rename = "clientId", default)]
+    pub client_id: String,
+    #[serde(default)]
+    pub group: String,
+    /// The subscription to check.
+    #[serde(rename = "subscriptionData", default)]
+    pub subscription_data: Option<SubscriptionData>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
 /// Response body of GET_CONSUMER_LIST_BY_GROUP.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

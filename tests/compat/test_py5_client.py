@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,6 +138,54 @@ def test_an_sql92_filter_expression_receives_only_matching_messages(
     )  # fmt: skip
     errors = bad.wait_for("error", timeout=60)
     assert errors and "character" in errors[0]["error"], errors
+
+
+def typed_topic(cluster: Cluster, topic: str, message_type: str) -> None:
+    """Creates ``topic`` with RocketMQ 5's ``message.type`` through ``rocketpy admin
+    updateTopic -a`` (mqadmin's own way)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "rocketpy", "admin", "updateTopic", "-n", cluster.namesrv,
+         "-c", "DefaultCluster", "-t", topic, "-r", "2", "-w", "2",
+         "-a", f"+message.type={message_type}"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+@feature("typed topics: message.type and the sends it refuses")
+def test_typed_topics_take_their_own_message_type(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    typed_topic(cluster5, "Py5FifoTyped", "FIFO")
+    typed_topic(cluster5, "Py5NormalTyped", "NORMAL")
+    # Each type's own messages go through the 5.x client's checks and the proxy's.
+    fifo = py5(
+        peers, tmp_path, action="produce", endpoint=cluster5.grpc, topic="Py5FifoTyped",
+        count=2, message_group="g1", prefix="fifo-ok",
+    )  # fmt: skip
+    assert len([e for e in fifo.finish() if e["event"] == "sent"]) == 2
+    normal = py5(
+        peers, tmp_path, action="produce", endpoint=cluster5.grpc, topic="Py5NormalTyped",
+        count=2, prefix="normal-ok",
+    )  # fmt: skip
+    assert len([e for e in normal.finish() if e["event"] == "sent"]) == 2
+    # A FIFO message to a NORMAL topic is refused, by the client or by the proxy.
+    wrong = py5(
+        peers, tmp_path, action="produce", endpoint=cluster5.grpc, topic="Py5NormalTyped",
+        count=1, message_group="g1", prefix="fifo-wrong",
+    )  # fmt: skip
+    errors = wrong.wait_for("error", timeout=60)
+    assert errors and "accept message types" in errors[0]["error"], "the client checks the route"
+    # Without the client's check (its gRPC stub), the proxy refuses as RocketMQ 5's does.
+    raw = py5(
+        peers, tmp_path, action="stub_send", endpoint=cluster5.grpc, topic="Py5NormalTyped",
+        message_group="g1",
+    )  # fmt: skip
+    answered = raw.wait_for("answered", timeout=60)
+    assert answered[0]["status"] == 40014, answered  # MESSAGE_PROPERTY_CONFLICT_WITH_TYPE
+    assert "expected type is NORMAL, but actual type is FIFO" in answered[0]["message"]
+    assert pulled(cluster5, "Py5NormalTyped") == ["normal-ok-0", "normal-ok-1"]
+    assert pulled(cluster5, "Py5FifoTyped") == ["fifo-ok-0", "fifo-ok-1"]
 
 
 def group(cluster: Cluster, name: str, **settings: object) -> None:

@@ -233,6 +233,9 @@ pub const BROKER: &[(i32, &str, Rule)] = &[
         "UNLOCK_BATCH_MQ",
         Rule::Body(Body::Lock),
     ),
+    // A topic's config (queues, permission, attributes): what its producers and consumers
+    // may know of it.
+    (request::GET_TOPIC_CONFIG, "GET_TOPIC_CONFIG", topic(ANY)),
     (
         request::GET_SUBSCRIPTIONGROUP_CONFIG,
         "GET_SUBSCRIPTIONGROUP_CONFIG",

@@ -73,6 +73,8 @@ rocketpy_protocol::config_struct! {
         expect_consumer_num_use_filter: i32 = 32 => "expectConsumerNumUseFilter",
         /// The bit map's false-positive rate, in percent (1 to 99).
         max_error_rate_of_bloom_filter: i32 = 20 => "maxErrorRateOfBloomFilter",
+        /// Whether topics may take every message type (`message.type=MIXED`); off, as in RocketMQ, creating a MIXED topic is refused.
+        enable_mixed_message_type: bool = false => "enableMixedMessageType",
         /// Whether prepared (transactional) sends are refused.
         reject_transaction_message: bool = false => "rejectTransactionMessage",
         /// Milliseconds a half message waits for its outcome before the broker asks its producer.

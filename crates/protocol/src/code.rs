@@ -85,6 +85,8 @@ codes! {
         /// (`forceRegister=false` brokers register only when it is).
         QUERY_DATA_VERSION = 322,
         ADD_WRITE_PERM_OF_BROKER = 327,
+        /// 5.x: one topic's config with its attributes (the proxy reads `message.type`).
+        GET_TOPIC_CONFIG = 351,
         /// 5.x: one subscription group's settings (the proxy reads `consumeMessageOrderly`).
         GET_SUBSCRIPTIONGROUP_CONFIG = 352,
         /// 5.x: a lite pull consumer's PULL_MESSAGE (same header and answer).

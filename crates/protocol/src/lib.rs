@@ -29,6 +29,7 @@ pub mod message;
 pub mod signature;
 pub mod subscription;
 pub mod topic;
+pub mod topic_attributes;
 
 pub use code::LanguageCode;
 pub use command::{ExtFields, RemotingCommand, SerializeType};

@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use rocketpy_protocol::body::{fastjson, TopicRouteData};
+use rocketpy_protocol::body::{fastjson, TopicConfig, TopicRouteData};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::flag::perm;
-use rocketpy_protocol::header::GetRouteInfoRequestHeader;
+use rocketpy_protocol::header::{GetRouteInfoRequestHeader, GetTopicConfigRequestHeader};
+use rocketpy_protocol::topic_attributes::{self, TopicMessageType};
 use rocketpy_remoting::RemotingClient;
 
 use crate::pb::{self, Code};
@@ -36,6 +37,9 @@ pub struct BrokerQueue {
 pub struct Route {
     /// The name servers' answer.
     pub data: TopicRouteData,
+    /// The topic's `message.type` (GET_TOPIC_CONFIG of a master); None: no type (a topic
+    /// made without one, or a broker that does not say), which takes every type.
+    pub message_type: Option<TopicMessageType>,
     fetched: Instant,
 }
 
@@ -84,15 +88,35 @@ impl Route {
         out
     }
 
+    /// The message types the topic's queues accept (RocketMQ's proxy: the topic's type, all
+    /// four for MIXED; here also all four for a topic without a type, as 4.x topics take
+    /// every type).
+    pub fn accept_message_types(&self) -> Vec<i32> {
+        let one = |t: pb::MessageType| vec![t as i32];
+        match self.message_type {
+            Some(TopicMessageType::Normal) => one(pb::MessageType::Normal),
+            Some(TopicMessageType::Fifo) => one(pb::MessageType::Fifo),
+            Some(TopicMessageType::Delay) => one(pb::MessageType::Delay),
+            Some(TopicMessageType::Transaction) => one(pb::MessageType::Transaction),
+            Some(TopicMessageType::Unspecified) => one(pb::MessageType::Unspecified),
+            Some(TopicMessageType::Mixed) | None => vec![
+                pb::MessageType::Normal as i32,
+                pb::MessageType::Fifo as i32,
+                pb::MessageType::Delay as i32,
+                pb::MessageType::Transaction as i32,
+            ],
+        }
+    }
+
     /// The queues a 5.x client sees: each broker's queues with their permission, all
-    /// reached at `endpoints` (this proxy). Topics carry no message type in rocketpy and
-    /// 4.x, so every queue accepts every type, as a 4.x topic does.
+    /// reached at `endpoints` (this proxy), accepting the topic's message types.
     pub fn message_queues(
         &self,
         topic: &pb::Resource,
         endpoints: &pb::Endpoints,
     ) -> Vec<pb::MessageQueue> {
         let mut out = Vec::new();
+        let accept = self.accept_message_types();
         let mut datas = self.data.queue_datas.clone();
         datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
         for qd in datas {
@@ -117,12 +141,7 @@ impl Route {
                         id: 0,
                         endpoints: Some(endpoints.clone()),
                     }),
-                    accept_message_types: vec![
-                        pb::MessageType::Normal as i32,
-                        pb::MessageType::Fifo as i32,
-                        pb::MessageType::Delay as i32,
-                        pb::MessageType::Transaction as i32,
-                    ],
+                    accept_message_types: accept.clone(),
                 });
             }
         }
@@ -172,12 +191,35 @@ impl Routes {
                 }
             }
         }
+        let message_type = self.message_type(topic, &data).await;
         let route = Route {
             data,
+            message_type,
             fetched: Instant::now(),
         };
         self.cache.lock().insert(topic.to_owned(), route.clone());
         Ok(route)
+    }
+
+    /// The topic's `message.type` as a master of its route keeps it (None when it has none
+    /// or cannot say: a broker without GET_TOPIC_CONFIG).
+    async fn message_type(&self, topic: &str, data: &TopicRouteData) -> Option<TopicMessageType> {
+        let addr = data
+            .broker_datas
+            .iter()
+            .find_map(|b| b.broker_addrs.get(&MASTER_ID))?;
+        let req = crate::request::remoting_request(request::GET_TOPIC_CONFIG).with_header(
+            &GetTopicConfigRequestHeader {
+                topic: topic.to_owned(),
+                lo: None,
+            },
+        );
+        let resp = self.client.invoke(addr, req, self.timeout).await.ok()?;
+        if resp.code != response::SUCCESS {
+            return None;
+        }
+        let cfg = fastjson::from_slice::<TopicConfig>(&resp.body).ok()?;
+        topic_attributes::message_type(&cfg.attributes)
     }
 
     async fn fetch(&self, topic: &str) -> Result<TopicRouteData, ProxyError> {

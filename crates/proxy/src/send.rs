@@ -17,6 +17,8 @@ use crate::routes::BrokerQueue;
 use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
 use crate::transaction::TransactionId;
+use rocketpy_protocol::message::properties::{self as props, keys};
+use rocketpy_protocol::topic_attributes::TopicMessageType;
 
 /// Queues a topic created by a send gets (RocketMQ proxy's `defaultTopicQueueNums`).
 const DEFAULT_TOPIC_QUEUES: i32 = 4;
@@ -42,6 +44,48 @@ pub async fn send_message(
             entries: Vec::new(),
         },
     }
+}
+
+/// A message's type by its properties (RocketMQ's `TopicMessageType.parseFromMessageProperty`).
+fn message_type_of(properties: &str) -> TopicMessageType {
+    let has = |k| props::find(properties, k).is_some();
+    if props::find(properties, keys::TRANSACTION_PREPARED) == Some("true") {
+        TopicMessageType::Transaction
+    } else if has(keys::DELAY_TIME_LEVEL)
+        || has(keys::TIMER_DELIVER_MS)
+        || has(keys::TIMER_DELAY_SEC)
+        || has(keys::TIMER_DELAY_MS)
+    {
+        TopicMessageType::Delay
+    } else if has(keys::SHARDING_KEY) {
+        TopicMessageType::Fifo
+    } else {
+        TopicMessageType::Normal
+    }
+}
+
+/// Refuses a message its topic's type does not take, as RocketMQ 5's proxy does
+/// (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE); a topic without a type takes every type.
+fn check_message_type(
+    topic: &str,
+    expected: Option<TopicMessageType>,
+    properties: &str,
+) -> Result<(), ProxyError> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    let actual = message_type_of(properties);
+    if expected.accepts(actual) {
+        return Ok(());
+    }
+    Err(ProxyError::new(
+        Code::MessagePropertyConflictWithType,
+        format!(
+            "TopicMessageType validate failed, the expected type is {}, but actual type is {} (topic {topic})",
+            expected.name(),
+            actual.name()
+        ),
+    ))
 }
 
 async fn send(
@@ -72,6 +116,7 @@ async fn send(
     }
     let topic = first.topic.clone();
     let route = proxy.routes.route(&topic).await?;
+    check_message_type(&topic, route.message_type, &first.properties)?;
     let queues = route.write_queues();
     if queues.is_empty() {
         return Err(ProxyError::new(
@@ -161,4 +206,38 @@ async fn send(
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_types_by_properties() {
+        let p = |pairs: &[(&str, &str)]| props::encode(pairs.iter().copied());
+        assert_eq!(message_type_of(&p(&[])), TopicMessageType::Normal);
+        assert_eq!(
+            message_type_of(&p(&[(keys::SHARDING_KEY, "g")])),
+            TopicMessageType::Fifo
+        );
+        assert_eq!(
+            message_type_of(&p(&[(keys::TIMER_DELIVER_MS, "1")])),
+            TopicMessageType::Delay
+        );
+        let tx = p(&[
+            (keys::TRANSACTION_PREPARED, "true"),
+            (keys::SHARDING_KEY, "g"),
+        ]);
+        assert_eq!(message_type_of(&tx), TopicMessageType::Transaction);
+        assert!(
+            check_message_type("T", None, &tx).is_ok(),
+            "no type: every type"
+        );
+        assert!(check_message_type("T", Some(TopicMessageType::Mixed), &tx).is_ok());
+        let err = check_message_type("T", Some(TopicMessageType::Fifo), &p(&[])).unwrap_err();
+        assert_eq!(err.code, Code::MessagePropertyConflictWithType);
+        assert!(err
+            .message
+            .contains("expected type is FIFO, but actual type is NORMAL"));
+    }
 }

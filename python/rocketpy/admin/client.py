@@ -136,9 +136,18 @@ class Admin:
         perm: int = PERM_READ | PERM_WRITE,
         broker_addrs: list[str] | None = None,
         order: bool = False,
+        attributes: str | None = None,
     ) -> None:
         """Creates (or updates) ``topic`` with ``queues`` read and write queues on every master
-        (or on ``broker_addrs``)."""
+        (or on ``broker_addrs``). ``attributes`` are RocketMQ 5's changes, e.g.
+        ``"+message.type=FIFO"`` (the topic takes only FIFO messages from 5.x clients;
+        ``NORMAL``, ``DELAY``, ``TRANSACTION``; ``MIXED`` where the broker allows it), or
+        ``"-message.type"`` to remove it.
+
+        Raises:
+            BrokerResponseError: a broker refused (an attribute it does not support, a
+                change of one that cannot change).
+        """
         check_topic(topic)
         header = dict(
             topic=topic,
@@ -150,6 +159,8 @@ class Admin:
             topic_sys_flag=0,
             order=order,
         )
+        if attributes:
+            header["attributes"] = attributes
         targets = broker_addrs or self.master_addrs()
         if not targets:
             raise ClientError("no broker is registered with the name servers")

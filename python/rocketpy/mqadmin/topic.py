@@ -21,6 +21,11 @@ def _update_topic_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-w", "--writeQueueNums", type=int, default=8)
     p.add_argument("-p", "--perm", type=int, default=6, help="4 read, 2 write, 6 both")
     p.add_argument("-o", "--order", default="false", help="true for an ordered topic")
+    p.add_argument(
+        "-a",
+        "--attributes",
+        help="RocketMQ 5 attribute changes, e.g. +message.type=FIFO (or -message.type)",
+    )
 
 
 def _update_topic(admin: Admin, a: argparse.Namespace) -> None:
@@ -33,7 +38,10 @@ def _update_topic(admin: Admin, a: argparse.Namespace) -> None:
         raise ClientError(f"cluster {a.clusterName!r} has no master")
     order = str(a.order).lower() == "true"
     for addr in targets:
-        admin.create_topic(a.topic, a.writeQueueNums, a.perm, broker_addrs=[addr], order=order)
+        admin.create_topic(
+            a.topic, a.writeQueueNums, a.perm, broker_addrs=[addr], order=order,
+            attributes=a.attributes,
+        )  # fmt: skip
         row("create topic to %s success.", addr)
     row(
         "TopicConfig [topicName=%s, readQueueNums=%d, writeQueueNums=%d, perm=%s, "

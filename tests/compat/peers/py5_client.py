@@ -304,6 +304,33 @@ def stub_query_route(spec: dict[str, Any]) -> None:
             emit("answered", grpc=e.code().name, details=e.details())
 
 
+def stub_send(spec: dict[str, Any]) -> None:
+    """One SendMessage through the package's gRPC stub (no client-side checks): a message
+    with ``message_group`` when given; emits ``answered`` with the response's status code and
+    message."""
+    import uuid
+
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+    from rocketmq.v5.util.signature import Signature
+
+    md = Signature.metadata(config(spec), f"stub-{uuid.uuid4().hex[:8]}")
+    props = d.SystemProperties(
+        message_id=uuid.uuid4().hex.upper(),
+        body_encoding=d.IDENTITY,
+        message_type=d.FIFO if spec.get("message_group") else d.NORMAL,
+    )
+    if spec.get("message_group"):
+        props.message_group = spec["message_group"]
+    msg = d.Message(topic=d.Resource(name=spec["topic"]), system_properties=props, body=b"stub")
+    with grpc.insecure_channel(spec["endpoint"]) as channel:
+        stub = sg.MessagingServiceStub(channel)
+        r = stub.SendMessage(s.SendMessageRequest(messages=[msg]), metadata=md, timeout=10)
+        emit("answered", status=r.status.code, message=r.status.message)
+
+
 class Listener(MessageListener):
     def __init__(self, spec: dict[str, Any]) -> None:
         self.fail_first = spec.get("fail_first", 0)
@@ -350,6 +377,7 @@ ACTIONS = {
     "push_consume": push_consume,
     "stub_batch_ack": stub_batch_ack,
     "stub_query_route": stub_query_route,
+    "stub_send": stub_send,
 }
 
 

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use rocketpy_protocol::body::TopicConfig;
 use rocketpy_protocol::code::response;
 use rocketpy_protocol::header::{
-    CreateTopicRequestHeader, GetSubscriptionGroupConfigRequestHeader,
+    CreateTopicRequestHeader, GetSubscriptionGroupConfigRequestHeader, GetTopicConfigRequestHeader,
 };
 use rocketpy_protocol::topic::{retry_topic, validate_topic};
+use rocketpy_protocol::topic_attributes;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
@@ -56,11 +57,34 @@ pub fn update_and_create_topic(
     }
     topic_cfg.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
     topic_cfg.order = h.order.unwrap_or(false);
+    topic_cfg.attributes = topic_attributes(broker, topic, h.attributes.as_deref())?;
     broker.topics.update(topic_cfg).map_err(system_error)?;
     super::prepare_queues(broker, topic, read.max(write));
     broker.register_now.notify_one();
     tracing::info!(topic, read, write, perm, "topic created or updated");
     reply(ok(req))
+}
+
+/// A created or updated topic's attributes: its current ones changed by the request's
+/// (RocketMQ 5's `+key=value,-key`); MIXED refused unless `enableMixedMessageType`, as
+/// RocketMQ refuses it.
+fn topic_attributes(
+    broker: &BrokerInner,
+    topic: &str,
+    changes: Option<&str>,
+) -> Result<std::collections::BTreeMap<String, String>, ProcessError> {
+    let current = broker.topics.get(topic).map(|c| c.attributes);
+    let create = current.is_none();
+    let changes = changes.unwrap_or_default();
+    let mixed = format!("+{}={}", topic_attributes::MESSAGE_TYPE, "MIXED");
+    if !broker.config().enable_mixed_message_type && changes.split(',').any(|c| c == mixed) {
+        return Err(ProcessError::new(
+            response::INVALID_PARAMETER,
+            "MIXED message type is not supported.",
+        ));
+    }
+    topic_attributes::alter(create, &current.unwrap_or_default(), changes)
+        .map_err(|e| ProcessError::new(response::INVALID_PARAMETER, e))
 }
 
 /// All topic configs as `TopicConfigSerializeWrapper` JSON.
@@ -104,6 +128,24 @@ pub fn get_all_subscription_groups(
 ) -> ProcessResult {
     let body = broker.groups.to_json().map_err(system_error)?;
     reply(ok(req).with_body(body))
+}
+
+/// GET_TOPIC_CONFIG (5.x): one topic's config as JSON (RocketMQ's TopicConfigAndQueueMapping:
+/// the config's fields, and no queue mapping, rocketpy having no static topics), or
+/// TOPIC_NOT_EXIST (RocketMQ's remark).
+pub fn get_topic_config(
+    broker: &Arc<BrokerInner>,
+    _: &Arc<Connection>,
+    req: &RemotingCommand,
+) -> ProcessResult {
+    let h: GetTopicConfigRequestHeader = req.decode_header()?;
+    match broker.topics.get(&h.topic) {
+        Some(cfg) => json_reply(req, &cfg),
+        None => Err(ProcessError::new(
+            response::TOPIC_NOT_EXIST,
+            format!("No topic in this broker. topic: {}", h.topic),
+        )),
+    }
 }
 
 /// GET_SUBSCRIPTIONGROUP_CONFIG (5.x): one group's settings as JSON, or

@@ -96,6 +96,10 @@ pub fn processor_table(slot: BrokerSlot) -> ProcessorTable {
         route(&slot, admin::get_all_subscription_groups),
     );
     t.register(
+        request::GET_TOPIC_CONFIG,
+        route(&slot, admin::get_topic_config),
+    );
+    t.register(
         request::GET_SUBSCRIPTIONGROUP_CONFIG,
         route(&slot, admin::get_subscription_group),
     );

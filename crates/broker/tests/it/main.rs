@@ -12,6 +12,7 @@ mod pop;
 mod registration;
 mod relay;
 mod timer;
+mod topic_attributes;
 mod transaction;
 mod vip;
 mod wire;

@@ -21,6 +21,18 @@ header! {
         topic_sys_flag: Option<i32> = "topicSysFlag",
         /// Whether the topic is ordered.
         order: Option<bool> = "order",
+        /// 5.x attribute changes, `+message.type=FIFO,-key` (see `topic_attributes`).
+        attributes: Option<String> = "attributes",
+    }
+}
+
+header! {
+    /// `GetTopicConfigRequestHeader` (GET_TOPIC_CONFIG, 5.x).
+    pub struct GetTopicConfigRequestHeader {
+        /// The topic.
+        topic: String = "topic",
+        /// Whether the logic-queue mapping is wanted too (static topics; rocketpy has none).
+        lo: Option<bool> = "lo",
     }
 }
 

@@ -412,12 +412,25 @@ async fn consume(rt: Arc<ClientRuntime>, spec: &Value) -> ClientResult<()> {
         .consume_from_where(from)
         .rpc_hook(acl_hook(spec))
         .build();
-    consumer
-        .subscribe(
-            spec_str(spec, "topic", ""),
-            spec_str(spec, "expression", "*"),
-        )
-        .await?;
+    match spec.get("sql").and_then(Value::as_str) {
+        // An SQL92 selector (the broker evaluates it with enablePropertyFilter=true).
+        Some(sql) => {
+            consumer
+                .subscribe_with_selector(
+                    spec_str(spec, "topic", ""),
+                    Some(rocketmq_client_rust::MessageSelector::by_sql(sql.to_owned())),
+                )
+                .await?
+        }
+        None => {
+            consumer
+                .subscribe(
+                    spec_str(spec, "topic", ""),
+                    spec_str(spec, "expression", "*"),
+                )
+                .await?
+        }
+    }
     let behaviour = Arc::new(Behaviour {
         fail: spec
             .get("fail")

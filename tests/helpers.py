@@ -6,7 +6,14 @@ import threading
 import time
 from collections.abc import Callable
 
-from rocketpy import ClientConfig, ConsumeFromWhere, ConsumeStatus, MessageExt, PushConsumer
+from rocketpy import (
+    ClientConfig,
+    ConsumeFromWhere,
+    ConsumeStatus,
+    MessageExt,
+    MessageSelector,
+    PushConsumer,
+)
 
 
 class Collector:
@@ -34,7 +41,7 @@ def start_consumer(
     namesrv: str,
     topic: str,
     listener: Callable[[list[MessageExt]], ConsumeStatus],
-    expression: str = "*",
+    expression: str | MessageSelector = "*",
     from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
     **kwargs: object,
 ) -> PushConsumer:

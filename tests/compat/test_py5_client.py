@@ -256,6 +256,32 @@ def test_fifo_message_groups_arrive_in_order(cluster5: Cluster, peers: list[Peer
         assert bodies == expected, g
 
 
+@feature("FIFO from the group's config, with no subscription in the client's settings")
+def test_fifo_comes_from_the_group_not_the_settings(
+    cluster5: Cluster, peers: list[Peer], tmp_path: Path
+):
+    topic = "Py5FifoNoSettings"
+    create(cluster5, topic, queues=1)
+    for name, orderly in (("py5-orderly-bare", True), ("py5-concurrent-bare", False)):
+        group(cluster5, name, consumeMessageOrderly=orderly)
+    p = py5(
+        peers, tmp_path, action="produce", endpoint=cluster5.grpc, topic=topic, count=2,
+        message_group="G", prefix="G",
+    )  # fmt: skip
+    p.finish()
+    rounds = {}
+    for name in ("py5-orderly-bare", "py5-concurrent-bare"):
+        c = py5(
+            peers, tmp_path, action="stub_receive", endpoint=cluster5.grpc, group=name,
+            topic=topic, rounds=2, batch=1,
+        )  # fmt: skip
+        rounds[name] = [e["bodies"] for e in c.finish() if e["event"] == "round"]
+    # An orderly group's queue is held until its message is acked: the second receive
+    # gets nothing; a concurrent group's gets the next message.
+    assert rounds["py5-orderly-bare"] == [["G-0"], []]
+    assert rounds["py5-concurrent-bare"] == [["G-0"], ["G-1"]]
+
+
 @feature("transactions: commit, rollback, orphaned ones resolved by the checker")
 def test_transactions_commit_roll_back_and_answer_checks(
     cluster5: Cluster, peers: list[Peer], tmp_path: Path

@@ -20,7 +20,14 @@ import pytest
 from servers import in_process_dev
 
 from helpers import Collector, dlq_size, fast_config, start_consumer, wait_until
-from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
+from rocketpy import (
+    ConsumeFromWhere,
+    ConsumeStatus,
+    Message,
+    MessageSelector,
+    Producer,
+    PushConsumer,
+)
 from rocketpy.admin import Admin
 from rocketpy.console import ConsoleServer
 from rocketpy.server import DevServer
@@ -34,7 +41,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     store = tmp_path_factory.mktemp("console") / "store"
-    with in_process_dev(store) as d:
+    # SQL92 subscriptions are served, so the group page can show one.
+    with in_process_dev(store, broker_config={"enablePropertyFilter": "true"}) as d:
         yield d
 
 
@@ -70,10 +78,12 @@ def page(browser: Any) -> Iterator[Any]:
     assert errors == [], errors
 
 
-def consumer(ns: str, group: str, topic: str, listener: Any) -> PushConsumer:
+def consumer(
+    ns: str, group: str, topic: str, listener: Any, expression: str | MessageSelector = "*"
+) -> PushConsumer:
     """A consumer from the first offset that sends a failed message straight to the DLQ."""
     return start_consumer(
-        group, ns, topic, listener, "*", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        group, ns, topic, listener, expression, ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         client_config=fast_config(ns), max_reconsume_times=0,
     )  # fmt: skip
 
@@ -165,6 +175,18 @@ def test_lagging_group_shows_its_lag(dev, console, page) -> None:
     page.click("#confirm button")
     assert "moved" in page.inner_text(".flash")
     assert page.inner_text("#diff-total") == "0"
+
+
+def test_group_page_shows_an_sql92_subscription(dev, console, page) -> None:
+    ns, topic, group = dev.namesrv_addr, "ConsoleSql", "console-sql-group"
+    with Admin(ns) as admin:
+        admin.create_topic(topic, queues=1)
+    c = consumer(ns, group, topic, Collector(), MessageSelector.by_sql("a > 1"))
+    try:
+        page.goto(console.url + "groups/" + group)
+        assert f"{topic} (SQL92: a > 1)" in page.inner_text("body")
+    finally:
+        c.shutdown()
 
 
 def test_message_found_by_key_shows_its_body(dev, console, page) -> None:

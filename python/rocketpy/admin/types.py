@@ -108,6 +108,8 @@ class ConsumerConnection:
     consume_type: str
     message_model: str
     consume_from_where: str
+    #: topic -> expression type (``TAG`` or ``SQL92``).
+    expression_types: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def decode(body: dict[str, Any]) -> ConsumerConnection:
@@ -119,6 +121,7 @@ class ConsumerConnection:
             str(body.get("consumeType", "")),
             str(body.get("messageModel", "")),
             str(body.get("consumeFromWhere", "")),
+            {str(t): str((s or {}).get("expressionType") or "TAG") for t, s in subs.items()},
         )
 
 

@@ -118,7 +118,13 @@ def group(admin: Admin, name: str) -> dict[str, Any]:
         "tps": stats.consume_tps,
         "topics": sorted({q["topic"] for q in queues if not q["topic"].startswith("%")}),
         "connections": conn.connections if conn else [],
-        "subscriptions": conn.subscriptions if conn else {},
+        # An SQL92 subscription is shown as such; tags as they are.
+        "subscriptions": {
+            t: e if conn.expression_types.get(t, "TAG") == "TAG" else f"SQL92: {e}"
+            for t, e in conn.subscriptions.items()
+        }
+        if conn
+        else {},
         "model": conn.message_model if conn else "",
     }
 

@@ -304,6 +304,42 @@ def stub_query_route(spec: dict[str, Any]) -> None:
             emit("answered", grpc=e.code().name, details=e.details())
 
 
+def stub_receive(spec: dict[str, Any]) -> None:
+    """Through the gRPC stub, with no Telemetry settings at all (so nothing tells the proxy
+    whether the group is FIFO): ``rounds`` receives of ``batch`` messages from the topic's
+    assigned queue, none acked; emits ``round`` with the bodies of each."""
+    import uuid
+
+    import grpc
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+    from rocketmq.grpc_protocol import service_pb2_grpc as sg
+
+    md = (("x-mq-client-id", f"stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
+    group, topic = d.Resource(name=spec["group"]), d.Resource(name=spec["topic"])
+    host, port = spec["endpoint"].rsplit(":", 1)
+    endpoints = d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
+    with grpc.insecure_channel(spec["endpoint"]) as channel:
+        stub = sg.MessagingServiceStub(channel)
+        qa = stub.QueryAssignment(
+            s.QueryAssignmentRequest(topic=topic, group=group, endpoints=endpoints), metadata=md
+        )
+        queue = qa.assignments[0].message_queue
+        for _ in range(spec.get("rounds", 2)):
+            req = s.ReceiveMessageRequest(
+                group=group, message_queue=queue, batch_size=spec.get("batch", 1),
+                auto_renew=False, filter_expression=d.FilterExpression(type=d.TAG, expression="*"),
+            )  # fmt: skip
+            req.invisible_duration.seconds = 30
+            req.long_polling_timeout.seconds = 1
+            got = [
+                r.message.body.decode()
+                for r in stub.ReceiveMessage(req, metadata=md, timeout=10)
+                if r.HasField("message")
+            ]
+            emit("round", bodies=got)
+
+
 def stub_send(spec: dict[str, Any]) -> None:
     """One SendMessage through the package's gRPC stub (no client-side checks): a message
     with ``message_group`` when given; emits ``answered`` with the response's status code and
@@ -378,6 +414,7 @@ ACTIONS = {
     "stub_batch_ack": stub_batch_ack,
     "stub_query_route": stub_query_route,
     "stub_send": stub_send,
+    "stub_receive": stub_receive,
 }
 
 

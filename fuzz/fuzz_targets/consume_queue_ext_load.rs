@@ -22,11 +22,19 @@ fuzz_target!(|data: &[u8]| {
     };
     let cut = (rest.len() * split as usize / 256).min(FILE);
     let (cq_bytes, ext_bytes) = rest.split_at(cut);
+    // Files of their full size (the rest zeroes), so loading goes on to recovery.
+    let padded = |bytes: &[u8], size: usize| {
+        let mut v = bytes.to_vec();
+        v.resize(size, 0);
+        v
+    };
     let cq_path = root.join("T/0").join(format!("{:020}", 0));
-    sim.write_atomic(&cq_path, cq_bytes).expect("sim write");
+    sim.write_atomic(&cq_path, &padded(cq_bytes, FILE))
+        .expect("sim write");
     for (i, chunk) in ext_bytes.chunks(EXT_FILE).take(2).enumerate() {
         let path = ext_root.join("T/0").join(format!("{:020}", i * EXT_FILE));
-        sim.write_atomic(&path, chunk).expect("sim write");
+        sim.write_atomic(&path, &padded(chunk, EXT_FILE))
+            .expect("sim write");
     }
     let cq = ConsumeQueue::new(sim.shared(), root, "T", 0, FILE).with_ext(ext_root, EXT_FILE);
     if cq.load().is_err() || cq.recover().is_err() {

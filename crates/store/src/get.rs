@@ -145,7 +145,11 @@ impl QueueReader<'_> {
         let mut max_py_pulling = 0i64;
         let mut scanned = 0usize;
         while scanned < units.len() && scanned < max_scan {
-            let (unit, ext) = units.get_ext(scanned);
+            // The tags code and ext unit matter only to a filter.
+            let (unit, ext) = match filter {
+                Some(_) => units.get_ext(scanned),
+                None => (units.get_raw(scanned), None),
+            };
             let index = units.start_offset + scanned as i64;
             if unit.is_blank() {
                 scanned += 1;

@@ -12,7 +12,6 @@ from __future__ import annotations
 import abc
 import dataclasses
 import datetime as dt
-import json
 import logging
 import threading
 import time
@@ -24,6 +23,7 @@ from rocketpy._util import json_body, now_millis
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
+from rocketpy.consumer.broker_check import check_in_brokers
 from rocketpy.consumer.model import (
     ConsumeFromWhere,
     MessageModel,
@@ -40,12 +40,12 @@ from rocketpy.consumer.offset_store import (
 )
 from rocketpy.consumer.process_queue import ProcessQueue
 from rocketpy.credentials import SessionCredentials, credentials_of
-from rocketpy.errors import BrokerResponseError, ClientError, RemotingError
+from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
 from rocketpy.metrics import METRICS, lag_of
-from rocketpy.protocol import MASTER_ID, PullSysFlag, RequestCode, ResponseCode, retry_topic
 from rocketpy.protocol import Property as P
-from rocketpy.selector import TAG, MessageSelector
+from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode, retry_topic
+from rocketpy.selector import MessageSelector
 from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import check_group, check_topic
 
@@ -128,22 +128,16 @@ class ConsumerBase(abc.ABC):
         """
         check_topic(topic)
         sub = Subscription.parse(topic, expression)
+        inst = self._instance
+        if inst is not None:
+            # Asked before it is kept: a refused subscription leaves the consumer as it was.
+            inst.update_route(topic)
+            check_in_brokers(inst, self.group, sub)
         with self._lock:
-            previous = self._subscriptions.get(topic)
             self._subscriptions[topic] = sub
-        if self._instance is not None:
-            self._instance.update_route(topic)
-            try:
-                self._check_in_brokers(topic)
-            except ClientError:
-                with self._lock:  # refused: the consumer keeps what it had
-                    if previous is None:
-                        self._subscriptions.pop(topic, None)
-                    else:
-                        self._subscriptions[topic] = previous
-                raise
-            self._instance.send_heartbeat()
-            self._instance.rebalance_now()
+        if inst is not None:
+            inst.send_heartbeat()
+            inst.rebalance_now()
 
     def unsubscribe(self, topic: str) -> None:
         """Stops consuming ``topic``."""
@@ -176,7 +170,10 @@ class ConsumerBase(abc.ABC):
                     inst.update_route(topic)
                 except Exception as e:
                     log.warning("route of %s not available yet: %s", topic, e)
-                self._check_in_brokers(topic)
+                with self._lock:
+                    sub = self._subscriptions.get(topic)
+                if sub is not None:
+                    check_in_brokers(inst, self.group, sub)
             inst.send_heartbeat()
         except Exception:
             self._running = False
@@ -186,36 +183,6 @@ class ConsumerBase(abc.ABC):
         inst.rebalance_now()
         if METRICS is not None:
             METRICS.track(self)
-
-    def _check_in_brokers(self, topic: str) -> None:
-        """Asks the masters of ``topic`` whether they serve its SQL92 subscription
-        (CHECK_CLIENT_CONFIG, as RocketMQ's clients do at start): a broker that refuses
-        (``enablePropertyFilter=false``) raises :class:`ClientError` with its answer; one
-        that cannot be reached now is left to the pulls."""
-        inst = self._instance
-        with self._lock:
-            sub = self._subscriptions.get(topic)
-        route = inst.route(topic) if inst is not None else None
-        if inst is None or sub is None or sub.type == TAG or route is None:
-            return
-        body = json.dumps(
-            {"clientId": inst.client_id, "group": self.group, "subscriptionData": sub.data()}
-        ).encode()
-        for broker in route.broker_datas:
-            addr = dict(broker.broker_addrs).get(MASTER_ID)
-            if addr is None:
-                continue
-            try:
-                resp = inst.remoting.invoke(addr, RequestCode.CHECK_CLIENT_CONFIG, None, body, 3000)
-            except RemotingError as e:
-                log.warning("could not check the subscription of %s with %s: %s", topic, addr, e)
-                continue
-            if resp.code != ResponseCode.SUCCESS:
-                raise ClientError(
-                    f"broker {broker.broker_name} ({addr}) does not serve the {sub.type} "
-                    f"subscription {sub.expression!r} of {topic!r}: {resp.remark} (brokers "
-                    "evaluate SQL92 filters with enablePropertyFilter=true)"
-                ) from BrokerResponseError(resp.code, resp.remark, addr)
 
     @property
     def client_id(self) -> str:

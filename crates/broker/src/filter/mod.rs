@@ -92,8 +92,8 @@ impl ExpressionFilter {
         expression: &str,
         expression_type: Option<&str>,
     ) -> Result<Self, String> {
-        match expression_type {
-            ty if is_tag_type(ty) => Ok(Self::tags(expression)),
+        match expression_type.filter(|ty| !is_tag_type(Some(ty))) {
+            None => Ok(Self::tags(expression)),
             Some(ty) => {
                 if let Some(data) = filters.get(topic, group) {
                     if data.expression == expression && data.expression_type == ty {
@@ -104,7 +104,6 @@ impl ExpressionFilter {
                     .map(|f| ExpressionFilter::Sql(SqlFilter::new(Arc::new(f))))
                     .map_err(|e| parse_failed(&e))
             }
-            None => unreachable!("None is the tag type"),
         }
     }
 

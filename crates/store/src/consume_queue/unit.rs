@@ -93,6 +93,12 @@ impl UnitBuffer {
         self.get_ext(i).0
     }
 
+    /// Unit `i` as stored: its tags code may be an ext address (for readers that use only
+    /// the offset and size, saving the ext look-up).
+    pub fn get_raw(&self, i: usize) -> CqUnit {
+        CqUnit::decode(&self.bytes[i * CQ_UNIT_SIZE..])
+    }
+
     /// Unit `i` of the buffer with its ext unit, if it has one (its tags code is then the
     /// ext unit's; an address that does not resolve stays in the unit, as RocketMQ leaves it,
     /// and matches no tag but passes filters that cannot tell).

@@ -74,7 +74,22 @@ def check_sql_filter(expression: str) -> None:
 
 
 def selector_of(expression: str | MessageSelector | None) -> MessageSelector:
-    """A subscribe argument as a selector: a string is a tag expression (checked)."""
+    """A subscribe argument as a selector: a string is a tag expression (checked).
+
+    Raises:
+        TypeError: anything else — a callable (the 2.x client's ``subscribe(topic, callback)``)
+            names ``register_listener``.
+    """
+    if callable(expression):
+        raise TypeError(
+            "subscribe(topic, expression) takes a tag expression or a MessageSelector, not a "
+            "callback: register the callback with register_listener(callback) (the 2.x "
+            "client's subscribe(topic, callback, expression) is two calls here)"
+        )
+    if expression is not None and not isinstance(expression, (str, MessageSelector)):
+        raise TypeError(
+            f"a subscription expression is a str or a MessageSelector, not {type(expression).__name__}"
+        )
     if isinstance(expression, MessageSelector):
         if expression.type == SQL92:
             check_sql_filter(expression.expression)

@@ -49,6 +49,7 @@ def test_namesrv_and_broker_with_conf_file(tmp_path):
             code = broker.stop()
             assert code == 0, broker.text()
             assert "rocketpy broker stopped" in broker.text()
+            assert "\x1b[" not in broker.text(), "a log that is not a terminal has no colours"
         topics = json.loads((store / "config" / "topics.json").read_text())["topicConfigTable"]
         assert {"TestCluster", "broker-t", "CliTopic"} <= set(topics)
     finally:

@@ -133,6 +133,17 @@ def test_selectors_by_tag_and_by_sql():
     assert consumer.subscribed_topics() == {"T"}
 
 
+def test_a_callback_given_to_subscribe_names_register_listener():
+    from rocketpy import PushConsumer
+
+    consumer = PushConsumer("callback-group", "127.0.0.1:9876")
+    with pytest.raises(TypeError, match="register_listener"):
+        consumer.subscribe("T", lambda msg: None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not int"):
+        consumer.subscribe("T", 5)  # type: ignore[arg-type]
+    assert consumer.subscribed_topics() == set()
+
+
 def test_tags_with_blanks_and_single_keywords_stay_tags():
     from rocketpy.consumer.base import Subscription
 

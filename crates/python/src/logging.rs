@@ -38,8 +38,10 @@ fn filter(level: &str) -> EnvFilter {
 /// WARN and above, or what `RUST_LOG` says.
 pub fn install() {
     let (level, handle) = reload::Layer::new(filter("warn"));
+    // Colours only on a terminal: a log redirected to a file stays plain text.
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .with_filter(filter_fn(|_| TO_STDERR.load(Ordering::Relaxed)));
     let python = ToPython.with_filter(filter_fn(|_| !TO_STDERR.load(Ordering::Relaxed)));

@@ -122,9 +122,8 @@ class ConsumerBase(abc.ABC):
         message properties on brokers with ``enablePropertyFilter=true``).
 
         Raises:
-            ClientError: an invalid topic, a string that cannot be tags (``a > 5``, ``TagA &&
-                TagB``: it would match nothing; the message points to ``by_sql``), or an SQL92
-                filter that does not compile.
+            ClientError: an invalid topic, a string that cannot be tags (``a > 5``: it would
+                match nothing; the message points to ``by_sql``), an SQL92 filter that fails.
             TypeError: a callback in place of the expression (use ``register_listener``).
         """
         check_topic(topic)

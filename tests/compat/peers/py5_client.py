@@ -199,29 +199,49 @@ def simple_consume(spec: dict[str, Any]) -> None:
         consumer.shutdown()
 
 
+def _endpoints(spec: dict[str, Any]) -> Any:
+    """The spec's endpoint as the protocol's ``Endpoints``."""
+    from rocketmq.grpc_protocol import definition_pb2 as d
+
+    host, port = spec["endpoint"].rsplit(":", 1)
+    return d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
+
+
+def _unsigned_metadata() -> tuple[tuple[str, str], ...]:
+    """A new client id, without credentials (servers without ACL)."""
+    import uuid
+
+    return (("x-mq-client-id", f"stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
+
+
+def _assignment(stub: Any, spec: dict[str, Any], md: Any) -> tuple[Any, Any, Any]:
+    """The spec's group and topic as resources, and the queue QueryAssignment gives them."""
+    from rocketmq.grpc_protocol import definition_pb2 as d
+    from rocketmq.grpc_protocol import service_pb2 as s
+
+    group, topic = d.Resource(name=spec["group"]), d.Resource(name=spec["topic"])
+    qa = stub.QueryAssignment(
+        s.QueryAssignmentRequest(topic=topic, group=group, endpoints=_endpoints(spec)),
+        metadata=md,
+    )
+    return group, topic, qa.assignments[0].message_queue
+
+
 def stub_batch_ack(spec: dict[str, Any]) -> None:
     """Through the package's generated gRPC stub (what its clients call underneath): receives
     ``count`` messages and acks all but those in ``hold`` in ONE AckMessage of many entries
     (the protocol allows it; the package's consumers ack one at a time), then the same with a
     blank group (refused), then receives again until ``timeout`` to see what comes back
     (acking each of those on its own)."""
-    import uuid
-
     import grpc
     from rocketmq.grpc_protocol import definition_pb2 as d
     from rocketmq.grpc_protocol import service_pb2 as s
     from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
-    md = (("x-mq-client-id", f"stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
-    group, topic = d.Resource(name=spec["group"]), d.Resource(name=spec["topic"])
-    host, port = spec["endpoint"].rsplit(":", 1)
-    endpoints = d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
+    md = _unsigned_metadata()
     with grpc.insecure_channel(spec["endpoint"]) as channel:
         stub = sg.MessagingServiceStub(channel)
-        qa = stub.QueryAssignment(
-            s.QueryAssignmentRequest(topic=topic, group=group, endpoints=endpoints), metadata=md
-        )
-        queue = qa.assignments[0].message_queue
+        group, topic, queue = _assignment(stub, spec, md)
 
         def receive() -> list[Any]:
             req = s.ReceiveMessageRequest(
@@ -292,11 +312,9 @@ def stub_query_route(spec: dict[str, Any]) -> None:
     from rocketmq.v5.util.signature import Signature
 
     md = Signature.metadata(config(spec), f"stub-{uuid.uuid4().hex[:8]}")
-    host, port = spec["endpoint"].rsplit(":", 1)
-    endpoints = d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
     with grpc.insecure_channel(spec["endpoint"]) as channel:
         stub = sg.MessagingServiceStub(channel)
-        req = s.QueryRouteRequest(topic=d.Resource(name=spec["topic"]), endpoints=endpoints)
+        req = s.QueryRouteRequest(topic=d.Resource(name=spec["topic"]), endpoints=_endpoints(spec))
         try:
             r = stub.QueryRoute(req, metadata=md, timeout=10)
             emit("answered", grpc="OK", status=r.status.code)
@@ -308,23 +326,15 @@ def stub_receive(spec: dict[str, Any]) -> None:
     """Through the gRPC stub, with no Telemetry settings at all (so nothing tells the proxy
     whether the group is FIFO): ``rounds`` receives of ``batch`` messages from the topic's
     assigned queue, none acked; emits ``round`` with the bodies of each."""
-    import uuid
-
     import grpc
     from rocketmq.grpc_protocol import definition_pb2 as d
     from rocketmq.grpc_protocol import service_pb2 as s
     from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
-    md = (("x-mq-client-id", f"stub-{uuid.uuid4().hex[:8]}"), ("x-mq-namespace", ""))
-    group, topic = d.Resource(name=spec["group"]), d.Resource(name=spec["topic"])
-    host, port = spec["endpoint"].rsplit(":", 1)
-    endpoints = d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=host, port=int(port))])
+    md = _unsigned_metadata()
     with grpc.insecure_channel(spec["endpoint"]) as channel:
         stub = sg.MessagingServiceStub(channel)
-        qa = stub.QueryAssignment(
-            s.QueryAssignmentRequest(topic=topic, group=group, endpoints=endpoints), metadata=md
-        )
-        queue = qa.assignments[0].message_queue
+        group, _, queue = _assignment(stub, spec, md)
         for _ in range(spec.get("rounds", 2)):
             req = s.ReceiveMessageRequest(
                 group=group, message_queue=queue, batch_size=spec.get("batch", 1),

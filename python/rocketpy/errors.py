@@ -10,6 +10,13 @@
     the child process.
   - ``ClientError``: the client refused or could not complete an operation.
   - ``BrokerResponseError``: a broker or name server answered with an error code.
+
+A send that failed after all its attempts (``retry_times_when_send_failed``) raises the class
+of its last attempt's error — a ``BrokerResponseError`` with that answer's ``code``, a
+``RemotingConnectError``, a ``RemotingTimeoutError`` — whose ``errors`` attribute lists every
+attempt's error in order (each broker answer with its ``code``) and whose ``__cause__`` is the
+last one. A failure to reach a server is a ``RemotingError`` subclass with the network error
+as its ``__cause__``.
 """
 
 from __future__ import annotations
@@ -57,10 +64,14 @@ class BrokerResponseError(RocketpyError):
         code: the RocketMQ response code (see :class:`rocketpy.protocol.ResponseCode`).
         remark: the server's explanation.
         addr: the server that answered.
+        errors: (a send that failed after several attempts) every attempt's error.
     """
 
-    def __init__(self, code: int, remark: str | None, addr: str = "") -> None:
-        super().__init__(f"CODE: {code} DESC: {remark or ''} BROKER: {addr}")
+    def __init__(
+        self, code: int, remark: str | None, addr: str = "", *, message: str | None = None
+    ) -> None:
+        # RocketMQ's MQBrokerException text, unless the caller tells more (a send's attempts).
+        super().__init__(message or f"CODE: {code} DESC: {remark or ''} BROKER: {addr}")
         self.code = code
         self.remark = remark
         self.addr = addr

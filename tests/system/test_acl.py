@@ -128,8 +128,15 @@ def test_rights_per_topic_group_and_admin(acl_cluster: AclCluster):
         p.send(Message("AclShared", b"shared-1"))
         # NO_PERMISSION is one of the codes producers retry (a broker's write permission can
         # come back); each attempt is refused the same way.
-        with pytest.raises(ClientError, match="No PUB permission on topic AclOther"):
+        # The error keeps each attempt's answer: the broker's code, not only its text.
+        with pytest.raises(BrokerResponseError, match="No PUB permission on topic AclOther") as e:
             p.send(Message("AclOther", b"nope"))
+        assert e.value.code == ResponseCode.NO_PERMISSION
+        attempts = e.value.errors  # type: ignore[attr-defined]
+        assert len(attempts) == 3, attempts  # retryTimesWhenSendFailed (2) + 1
+        assert [a.code for a in attempts] == [ResponseCode.NO_PERMISSION] * 3
+        assert e.value.__cause__ is attempts[-1]
+        assert "failed after 3 attempt(s)" in str(e.value)
     got = Collector()
     c = PushConsumer(
         "acl-readers",

@@ -201,6 +201,17 @@ def test_message_found_by_key_shows_its_body(dev, console, page) -> None:
     assert "console-key-1" in (page.locator("table.props").text_content() or "")
 
 
+def test_message_found_by_the_id_a_producer_returned(dev, console, page) -> None:
+    with Producer("console-id", client_config=fast_config(dev.namesrv_addr)) as p:
+        sent = p.send(Message("ConsoleById", "found by its id"))
+    for msg_id in (sent.msg_id, sent.offset_msg_id):
+        page.goto(console.url + "messages?by=id")
+        page.fill("#by-id input[name=id]", msg_id)
+        page.click("#by-id button")
+        assert page.inner_text("#result-count") == "1 message(s) found"
+        assert page.inner_text("pre.body") == "found by its id"
+
+
 def test_dead_letter_message_is_resent(dev, console, page) -> None:
     ns, topic, group = dev.namesrv_addr, "ConsoleDlq", "console-dlq-group"
     c = consumer(ns, group, topic, lambda msgs: ConsumeStatus.RECONSUME_LATER)

@@ -15,9 +15,9 @@ import pytest
 from helpers import Collector, fast_config, wait_until
 from rocketpy import ClientError, ConsumeFromWhere, Message, MessageModel, Producer, PushConsumer
 from rocketpy.admin import Admin
+from rocketpy.admin.message_id import decode_offset_msg_id
 from rocketpy.message import MessageQueue
 from rocketpy.mqadmin import main as mqadmin
-from rocketpy.mqadmin.message import decode_offset_msg_id
 
 
 def run(capsys: pytest.CaptureFixture[str], ns: str, *args: str) -> str:
@@ -128,8 +128,8 @@ def test_lagging_group_progress_connections_and_reset(shared_dev, capsys):
         out = run(capsys, ns, "consumerConnection", "-g", "AdmLagGroup")
         lines = out.splitlines()
         assert lines[0].split() == ["#ClientId", "#ClientAddr", "#Language", "#Version"]
-        # rocketpy requests say RUST (docs/formats.md)
-        assert lines[1].split()[2:] == ["RUST", "V5_0_0"]
+        # rocketpy's Python clients say PYTHON (docs/formats.md)
+        assert lines[1].split()[2:] == ["PYTHON", "V5_0_0"]
         assert ["AdmLag", "*"] in [line.split() for line in lines]
         assert "MessageModel: CLUSTERING" in out
         groups = table(run(capsys, ns, "consumerProgress"))
@@ -179,7 +179,7 @@ def test_producer_connection_lists_live_producers(shared_dev, capsys):
             assert wait_until(listed, 10)
         out = run(capsys, ns, "producerConnection", "-g", "AdmLiveProducer", "-t", "AdmProd")
         row = out.split()
-        assert row[0] == "0001" and row[3] == "RUST"
+        assert row[0] == "0001" and row[3] == "PYTHON"
 
 
 def test_messages_found_by_key_id_unique_key_and_offset(shared_dev, capsys, tmp_path):
@@ -200,6 +200,17 @@ def test_messages_found_by_key_id_unique_key_and_offset(shared_dev, capsys, tmp_
 
     by_id = run(capsys, ns, "queryMsgById", "-i", offset_id)
     assert "Queue Offset:        0" in by_id
+    # The id the producer returned (what applications log) works too, as in mqadmin: in the
+    # topic given, or in every topic.
+    for extra in (["-t", "AdmMsg"], []):
+        by_msg_id = json.loads(run(capsys, ns, "queryMsgById", "-i", msg_id, "--json", *extra))
+        assert by_msg_id["offsetMsgId"] == offset_id and by_msg_id["msgId"] == msg_id
+    with Admin(ns) as admin:
+        assert admin.view_message(msg_id).offset_msg_id == offset_id  # type: ignore[union-attr]
+        assert admin.view_message(offset_id).msg_id == msg_id  # type: ignore[union-attr]
+        assert admin.view_message("00" * 16) is None
+        with pytest.raises(ClientError, match="hex digits"):
+            admin.view_message("not-an-id")
     by_offset = json.loads(
         run(
             capsys,

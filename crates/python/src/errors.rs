@@ -2,7 +2,10 @@
 //! errors map onto the closest class and never become a bare `RuntimeError`.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{
+    PyConnectionError, PyConnectionRefusedError, PyConnectionResetError, PyException,
+    PyTimeoutError,
+};
 use pyo3::prelude::*;
 use rocketpy_broker::BrokerError as NativeBrokerError;
 use rocketpy_protocol::ProtocolError;
@@ -83,19 +86,38 @@ create_exception!(
 // the producer catch), raised natively where the native paths refuse a send.
 pyo3::import_exception!(rocketpy.errors, ClientError);
 
-/// Maps a remoting error onto the exception tree.
+/// Maps a remoting error onto the exception tree. Network failures carry the operating
+/// system's view as `__cause__` (a `ConnectionRefusedError`, `ConnectionResetError`,
+/// `TimeoutError`...), so callers can tell "nothing listens there" from "it went away".
 pub fn remoting(e: NativeRemotingError) -> PyErr {
     let msg = e.to_string();
-    match e {
-        NativeRemotingError::Timeout { .. } => RemotingTimeoutError::new_err(msg),
-        NativeRemotingError::Connect { .. } | NativeRemotingError::ConnectionClosed(_) => {
-            RemotingConnectError::new_err(msg)
+    let (err, cause) = match &e {
+        NativeRemotingError::Timeout { .. } => (
+            RemotingTimeoutError::new_err(msg.clone()),
+            Some(PyTimeoutError::new_err(msg)),
+        ),
+        NativeRemotingError::Connect { reason, .. } => {
+            // The reason is the io::Error's text; "refused" is the one kind callers act on.
+            let cause = if reason.contains("refused") {
+                PyConnectionRefusedError::new_err(reason.clone())
+            } else {
+                PyConnectionError::new_err(reason.clone())
+            };
+            (RemotingConnectError::new_err(msg), Some(cause))
         }
+        NativeRemotingError::ConnectionClosed(_) => (
+            RemotingConnectError::new_err(msg.clone()),
+            Some(PyConnectionResetError::new_err(msg)),
+        ),
         NativeRemotingError::Protocol(
             ProtocolError::Malformed(_) | ProtocolError::FrameTooLarge(_),
-        ) => CorruptDataError::new_err(msg),
-        _ => RemotingError::new_err(msg),
+        ) => (CorruptDataError::new_err(msg), None),
+        _ => (RemotingError::new_err(msg), None),
+    };
+    if let Some(cause) = cause {
+        Python::attach(|py| err.set_cause(py, Some(cause)));
     }
+    err
 }
 
 /// Maps a store error onto the exception tree.

@@ -8,6 +8,8 @@ from typing import Any
 
 from rocketpy._native import MessageExt, RemotingClient, RemotingResponse
 from rocketpy._util import json_body, mq_table
+from rocketpy.admin.cluster_table import broker_entries, masters
+from rocketpy.admin.message_id import find_by_id
 from rocketpy.admin.types import (
     BrokerStats,
     ClientConnection,
@@ -17,10 +19,11 @@ from rocketpy.admin.types import (
     TopicOffset,
 )
 from rocketpy.client.instance import check
+from rocketpy.client.namesrv import invoke_in_turn
 from rocketpy.client.route import TopicRouteData
 from rocketpy.consumer.model import Subscription
 from rocketpy.credentials import SessionCredentials, credentials_of
-from rocketpy.errors import ClientError, RemotingError
+from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import (
     AUTO_CREATE_TOPIC_KEY,
@@ -83,13 +86,12 @@ class Admin:
         self.close()
 
     def _namesrv_call(self, code: int, header: dict[str, object] | None = None) -> Any:
-        last: Exception | None = None
-        for addr in self._namesrv:
-            try:
-                return self._client.invoke(addr, code, header, None, self._timeout)
-            except RemotingError as e:
-                last = e
-        raise ClientError(f"no name server answered: {last}")
+        return invoke_in_turn(
+            self._namesrv,
+            0,
+            code,
+            lambda addr: self._client.invoke(addr, code, header, None, self._timeout),
+        )[1]
 
     def cluster_info(self) -> dict[str, Any]:
         """``{"brokerAddrTable": {name: BrokerData}, "clusterAddrTable": {cluster: [names]}}``."""
@@ -98,16 +100,7 @@ class Admin:
 
     def master_addrs(self, cluster: str | None = None) -> list[str]:
         """Master addresses of every broker (of ``cluster`` when given)."""
-        info = self.cluster_info()
-        names = (
-            info["clusterAddrTable"].get(cluster, []) if cluster else list(info["brokerAddrTable"])
-        )
-        out = []
-        for name in names:
-            addr = info["brokerAddrTable"].get(name, {}).get("brokerAddrs", {}).get("0")
-            if addr:
-                out.append(addr)
-        return sorted(out)
+        return masters(broker_entries(self.cluster_info(), cluster))
 
     def topic_list(self) -> list[str]:
         """Every topic the name servers know."""
@@ -503,9 +496,17 @@ class Admin:
             out[mq] = offset
         return out
 
-    def view_message(self, addr: str, commit_log_offset: int) -> MessageExt | None:
-        """The message at ``commit_log_offset`` of the broker at ``addr`` (VIEW_MESSAGE_BY_ID,
-        what an offset message id encodes)."""
+    def view_message(
+        self, msg_id: str, commit_log_offset: int | None = None, *, topic: str | None = None
+    ) -> MessageExt | None:
+        """The message with id ``msg_id``: the id a producer returned (``SendResult.msg_id``,
+        looked up in ``topic``, or in every topic when none is given) or an offset id
+        (``SendResult.offset_msg_id``). With ``commit_log_offset``, ``msg_id`` is a broker's
+        address and the answer the message at that CommitLog offset (VIEW_MESSAGE_BY_ID).
+        None when there is no such message."""
+        if commit_log_offset is None:
+            return find_by_id(self, msg_id, topic)
+        addr = msg_id
         resp = self._client.invoke(
             addr,
             RequestCode.VIEW_MESSAGE_BY_ID,

@@ -8,6 +8,7 @@ from typing import Any
 
 from rocketpy._util import now_millis
 from rocketpy.admin.client import Admin
+from rocketpy.admin.cluster_table import broker_entries
 from rocketpy.admin.types import version_desc
 from rocketpy.protocol import RETRY_GROUP_TOPIC_PREFIX
 
@@ -24,18 +25,7 @@ def first_figure(text: str) -> float:
 
 def brokers(admin: Admin, cluster: str | None = None) -> list[tuple[str, str, int, str]]:
     """``(cluster, broker name, broker id, address)`` of every broker, sorted."""
-    info = admin.cluster_info()
-    out = []
-    for c, names in sorted((info.get("clusterAddrTable") or {}).items()):
-        if cluster and c != cluster:
-            continue
-        for name in sorted(names):
-            data = (info.get("brokerAddrTable") or {}).get(name) or {}
-            for bid, addr in sorted(
-                (data.get("brokerAddrs") or {}).items(), key=lambda kv: int(kv[0])
-            ):
-                out.append((str(c), str(name), int(bid), str(addr)))
-    return out
+    return [tuple(e) for e in broker_entries(admin.cluster_info(), cluster)]  # type: ignore[misc]
 
 
 def broker_rows(admin: Admin, cluster: str | None = None) -> list[dict[str, Any]]:

@@ -28,10 +28,11 @@ from rocketpy._native import (
     release_free_memory,
 )
 from rocketpy._util import current_pid, json_body, local_ip, mq_table
+from rocketpy.client.namesrv import invoke_in_turn
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.credentials import SessionCredentials
-from rocketpy.errors import BrokerResponseError, ClientError, RemotingError, RocketpyError
+from rocketpy.errors import BrokerResponseError, ClientError, RocketpyError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import MASTER_ID, Property, RequestCode, ResponseCode
 from rocketpy.tls import TlsOptions
@@ -331,22 +332,16 @@ class ClientInstance:
     ) -> RemotingResponse:
         """Sends to the current name server, failing over to the others in turn."""
         timeout = timeout_ms or self.config.request_timeout_ms
-        last: Exception | None = None
         # Each call walks every name server once from the current one, whatever other
         # threads do meanwhile; the one that answers becomes the current one.
-        start, count = self._namesrv_index, len(self._namesrv)
-        for k in range(count):
-            i = (start + k) % count
-            addr = self._namesrv[i]
-            try:
-                resp = self.remoting.invoke(addr, code, header, None, timeout)
-            except RemotingError as e:
-                last = e
-                log.debug("name server %s failed (%s); trying the next", addr, e)
-                continue
-            self._namesrv_index = i
-            return resp
-        raise ClientError(f"no name server answered (tried {self._namesrv}): {last}")
+        i, resp = invoke_in_turn(
+            self._namesrv,
+            self._namesrv_index,
+            code,
+            lambda addr: self.remoting.invoke(addr, code, header, None, timeout),
+        )
+        self._namesrv_index = i
+        return resp
 
     def fetch_route(self, topic: str) -> TopicRouteData | None:
         """The topic's route from a name server; ``None`` if the topic does not exist."""

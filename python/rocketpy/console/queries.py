@@ -13,7 +13,6 @@ from rocketpy.admin import Admin
 from rocketpy.admin.overview import broker_rows, group_rows
 from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
-from rocketpy.mqadmin.message import decode_offset_msg_id
 from rocketpy.protocol import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 #: The most messages one search shows.
@@ -160,10 +159,10 @@ def by_key(admin: Admin, topic: str, key: str) -> list[Found]:
     return [Found.of(m) for m in admin.query_message(topic, key, max_num=SEARCH_LIMIT)]
 
 
-def by_id(admin: Admin, msg_id: str) -> list[Found]:
-    """The message with offset message id ``msg_id``."""
-    addr, offset = decode_offset_msg_id(msg_id.strip())
-    msg = admin.view_message(addr, offset)
+def by_id(admin: Admin, msg_id: str, topic: str | None = None) -> list[Found]:
+    """The message with id ``msg_id``: a producer's (looked up in ``topic``, or every topic)
+    or an offset id."""
+    msg = admin.view_message(msg_id.strip(), topic=topic or None)
     return [Found.of(msg)] if msg is not None else []
 
 

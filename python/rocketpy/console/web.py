@@ -136,7 +136,7 @@ def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Flask:
         if by == "key" and args.get("topic") and args.get("key"):
             found = cluster.call(queries.by_key, args["topic"].strip(), args["key"].strip())
         elif by == "id" and args.get("id"):
-            found = cluster.call(queries.by_id, args["id"])
+            found = cluster.call(queries.by_id, args["id"], args.get("topic", "").strip())
         elif by == "time" and args.get("topic") and args.get("begin"):
             begin = parse_time(args["begin"])
             end = parse_time(args["end"]) if args.get("end") else parse_time("now")

@@ -23,7 +23,7 @@ from rocketpy._util import json_body, now_millis
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
-from rocketpy.consumer.broker_check import check_in_brokers
+from rocketpy.consumer.broker_check import check_in_brokers, route_or_warn
 from rocketpy.consumer.model import (
     ConsumeFromWhere,
     MessageModel,
@@ -131,7 +131,7 @@ class ConsumerBase(abc.ABC):
         inst = self._instance
         if inst is not None:
             # Asked before it is kept: a refused subscription leaves the consumer as it was.
-            inst.update_route(topic)
+            route_or_warn(inst, topic)
             check_in_brokers(inst, self.group, sub)
         with self._lock:
             self._subscriptions[topic] = sub
@@ -167,7 +167,7 @@ class ConsumerBase(abc.ABC):
             inst.register_consumer(self)
             for topic in self.subscribed_topics():
                 try:
-                    inst.update_route(topic)
+                    route_or_warn(inst, topic)
                 except Exception as e:
                     log.warning("route of %s not available yet: %s", topic, e)
                 with self._lock:

@@ -1,5 +1,7 @@
-"""CHECK_CLIENT_CONFIG: a consumer asks the masters of a topic whether they serve its SQL92
-subscription before relying on it, as RocketMQ's clients do at start."""
+"""What a consumer checks of a subscription at start and at subscribe: that its topic exists
+(a warning when the name servers have no route: the consumer would wait silently), and
+CHECK_CLIENT_CONFIG — the masters of the topic serve its SQL92 filter, as RocketMQ's clients
+ask before relying on it."""
 
 from __future__ import annotations
 
@@ -9,10 +11,24 @@ import logging
 from rocketpy.client.instance import ClientInstance
 from rocketpy.consumer.model import Subscription
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError
-from rocketpy.protocol import MASTER_ID, RequestCode, ResponseCode
+from rocketpy.protocol import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, RequestCode, ResponseCode
 from rocketpy.selector import TAG
 
 log = logging.getLogger(__name__)
+
+
+def route_or_warn(inst: ClientInstance, topic: str) -> None:
+    """Fetches ``topic``'s route; when the topic does not exist, logs a warning saying how
+    to create it (the consumer keeps the subscription and starts when the topic appears).
+    A group's retry topic, created by its first failed message, is not warned about."""
+    if inst.update_route(topic) is None and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        log.warning(
+            "topic %r does not exist (the name servers have no route for it): nothing is "
+            "consumed until it is created — `rocketpy admin updateTopic -t %s -c <cluster>`, "
+            "Admin.create_topic, or a broker with autoCreateTopicEnable=true and a first send",
+            topic,
+            topic,
+        )
 
 
 def check_in_brokers(inst: ClientInstance, group: str, sub: Subscription) -> None:

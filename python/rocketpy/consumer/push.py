@@ -49,6 +49,8 @@ class ConsumeOrderlyStatus(enum.Enum):
 
 
 #: ``listener(messages) -> status``; ``None`` counts as success and an exception as failure.
+#: Anything else that is not a status (``True``, ``"OK"``, a number) counts as failure, as
+#: RocketMQ's clients count an unknown status, and is logged as a warning once per listener.
 MessageListener = Callable[[list[MessageExt]], Any]
 
 #: How often orderly consumers renew their queue locks (RocketMQ: 20 s).
@@ -109,13 +111,36 @@ class PushConsumer(ConsumerBase):
         self._consume_threads = consume_thread_max
         self._listener: MessageListener | None = None
         self._orderly = False
+        self._warned_status = False
         self._pool: WorkerPool | None = None
 
     def register_listener(self, listener: MessageListener, orderly: bool = False) -> None:
         """Sets the function called with each batch of messages; ``orderly=True`` makes it an
-        orderly listener (returns :class:`ConsumeOrderlyStatus`)."""
+        orderly listener (returns :class:`ConsumeOrderlyStatus`). A listener returns a status
+        or ``None`` (success); any other value counts as a failure and is logged as a warning
+        once per listener."""
         self._listener = listener
         self._orderly = orderly
+        self._warned_status = False
+
+    def _check_status(self, listener: MessageListener, status: object) -> None:
+        """Warns (once per listener) when ``status`` is not one a listener may return."""
+        if status is None or self._warned_status:
+            return
+        # Either kind: orderly listeners may return ConsumeStatus.CONSUME_SUCCESS too.
+        if isinstance(status, (ConsumeStatus, ConsumeOrderlyStatus)):
+            return
+        self._warned_status = True
+        kind = "ConsumeOrderlyStatus" if self._orderly else "ConsumeStatus"
+        log.warning(
+            "listener %s returned %r, which is not a %s: the messages count as failed and are "
+            "consumed again; return %s.%s (or None) for success",
+            getattr(listener, "__qualname__", listener),
+            status,
+            kind,
+            kind,
+            "SUCCESS" if self._orderly else "CONSUME_SUCCESS",
+        )
 
     @property
     def orderly(self) -> bool:
@@ -216,6 +241,7 @@ class PushConsumer(ConsumerBase):
         except Exception:
             log.exception("listener failed on %d message(s) of %s", len(msgs), pr.mq)
             status = ConsumeStatus.RECONSUME_LATER
+        self._check_status(listener, status)
         ok = status in (None, ConsumeStatus.CONSUME_SUCCESS)
         self._note_process(msgs, started, ok)
         done = msgs
@@ -306,6 +332,7 @@ class PushConsumer(ConsumerBase):
                         "orderly listener failed on %d message(s) of %s", len(msgs), pr.mq
                     )
                     status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                self._check_status(listener, status)
                 ok = status in (None, ConsumeOrderlyStatus.SUCCESS, ConsumeStatus.CONSUME_SUCCESS)
                 self._note_process(msgs, started, ok)
                 if ok:

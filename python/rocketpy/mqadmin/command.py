@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rocketpy.admin import Admin
+from rocketpy.admin.cluster_table import broker_entries
+from rocketpy.errors import ClientError
 from rocketpy.protocol import Perm
 
 
@@ -31,4 +33,14 @@ def perm_text(perm: int) -> str:
         ("R" if perm & Perm.READ else "-")
         + ("W" if perm & Perm.WRITE else "-")
         + ("X" if perm & Perm.INHERIT else "-")
+    )
+
+
+def no_master(admin: Admin, cluster: str) -> ClientError:
+    """The error of a command given ``cluster`` where the name servers list no master: it
+    names the clusters they do list (what ``clusterList`` shows)."""
+    known = sorted({e.cluster for e in broker_entries(admin.cluster_info()) if e.cluster})
+    return ClientError(
+        f"cluster {cluster!r} has no master; the name servers list "
+        + (f"the cluster(s) {known} (see clusterList)" if known else "no broker yet")
     )

@@ -11,7 +11,7 @@ from rocketpy.admin import Admin
 from rocketpy.admin.overview import brokers, group_rows
 from rocketpy.admin.types import version_desc
 from rocketpy.errors import ClientError
-from rocketpy.mqadmin.command import Command, cut
+from rocketpy.mqadmin.command import Command, cut, no_master
 from rocketpy.mqadmin.output import dump_json, row
 
 
@@ -178,7 +178,7 @@ def _group_targets(admin: Admin, a: argparse.Namespace) -> list[str]:
         return [a.brokerAddr]
     addrs = [addr for _, _, bid, addr in brokers(admin, a.clusterName) if bid == 0]
     if not addrs:
-        raise ClientError(f"cluster {a.clusterName!r} has no master")
+        raise no_master(admin, a.clusterName)
     return addrs
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import ipaddress
 import tempfile
 from pathlib import Path
 
@@ -14,23 +13,6 @@ from rocketpy.errors import ClientError
 from rocketpy.message import MessageQueue
 from rocketpy.mqadmin.command import Command
 from rocketpy.mqadmin.output import dump_json, human_time, row
-
-
-def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
-    """The broker address and CommitLog offset an offset message id encodes (RocketMQ's
-    ``MessageDecoder.decodeMessageId``: IPv4 or IPv6 address, port, offset, in hex)."""
-    try:
-        raw = bytes.fromhex(msg_id)
-    except ValueError:
-        raise ClientError(f"not a message id: {msg_id!r}") from None
-    if len(raw) not in (16, 28):
-        raise ClientError(f"not an offset message id: {msg_id!r}")
-    ip_len = len(raw) - 12
-    ip = ipaddress.ip_address(raw[:ip_len])
-    port = int.from_bytes(raw[ip_len : ip_len + 4], "big")
-    offset = int.from_bytes(raw[ip_len + 4 :], "big")
-    host = f"[{ip}]" if ip.version == 6 else str(ip)
-    return f"{host}:{port}", offset
 
 
 def _body_file(msg: MessageExt) -> str:
@@ -130,14 +112,21 @@ def _by_unique_key(admin: Admin, topic: str, msg_id: str) -> MessageExt | None:
 
 
 def _by_id_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-i", "--msgId", required=True, help="offset message id(s), comma separated")
+    p.add_argument(
+        "-i",
+        "--msgId",
+        required=True,
+        help="message id(s), comma separated: the id a producer returned or the offset id",
+    )
+    p.add_argument(
+        "-t", "--topic", help="the topic of a producer's id (default: every topic is searched)"
+    )
     p.add_argument("--json", action="store_true", help="JSON output")
 
 
 def _by_id(admin: Admin, a: argparse.Namespace) -> None:
     for msg_id in (i.strip() for i in a.msgId.split(",") if i.strip()):
-        addr, offset = decode_offset_msg_id(msg_id)
-        print_msg(admin, admin.view_message(addr, offset), a.json)
+        print_msg(admin, admin.view_message(msg_id, topic=a.topic), a.json)
 
 
 def _by_key_args(p: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ import json
 
 from rocketpy.admin import Admin
 from rocketpy.errors import ClientError
-from rocketpy.mqadmin.command import Command, cut, perm_text
+from rocketpy.mqadmin.command import Command, cut, no_master, perm_text
 from rocketpy.mqadmin.output import dump_json, human_time, row
 from rocketpy.protocol import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
@@ -35,7 +35,7 @@ def _update_topic(admin: Admin, a: argparse.Namespace) -> None:
         raise ClientError("readQueueNums must equal writeQueueNums")
     targets = [a.brokerAddr] if a.brokerAddr else admin.master_addrs(a.clusterName)
     if not targets:
-        raise ClientError(f"cluster {a.clusterName!r} has no master")
+        raise no_master(admin, a.clusterName)
     order = str(a.order).lower() == "true"
     for addr in targets:
         admin.create_topic(

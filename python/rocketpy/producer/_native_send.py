@@ -38,7 +38,7 @@ class NativeSends(PythonSends):
                 if not policy.retryable(e):
                     raise
                 err = e
-        error = str(err)
+        error: BaseException = err if err is not None else ClientError("no answer")
         policy.note(mq, 0, error)
         info = self.publish_info(msg.topic)
         if policy.more_after(0):
@@ -119,7 +119,7 @@ class NativeSends(PythonSends):
                 try:
                     prepared = self._prepare(msg, uniq)
                     self._attempt_async(
-                        prepared, None, future, callback, None, 1, broker_name, [str(error)]
+                        prepared, None, future, callback, None, 1, broker_name, [error]
                     )
                     continue
                 except RocketpyError as e:

@@ -46,7 +46,7 @@ class PythonSends(Routing):
         deadline: int | None = None,
         first: int = 0,
         last_broker: str | None = None,
-        errors: list[str] | None = None,
+        errors: list[BaseException] | None = None,
         info: TopicPublishInfo | None = None,
     ) -> SendResult:
         """Sends ``prepared`` (to ``fixed`` only, or retrying on other brokers), from
@@ -73,7 +73,7 @@ class PythonSends(Routing):
             except (BrokerResponseError, RemotingError, ClientError) as e:
                 if not policy.retryable(e):
                     raise
-                errors.append(str(e))
+                errors.append(e)
             policy.note(mq, attempt, errors[-1])
             if policy.more_after(attempt):
                 info = self._refresh_after_failure(prepared.topic, info)
@@ -99,7 +99,7 @@ class PythonSends(Routing):
         timeout_ms: int | None,
         first: int,
         first_broker: str | None,
-        first_errors: list[str],
+        first_errors: list[BaseException],
     ) -> None:
         """Sends ``prepared`` alone, from attempt number ``first`` on, retrying on other
         brokers; ends ``future`` and ``callback``."""
@@ -112,7 +112,7 @@ class PythonSends(Routing):
         )
         info = self.publish_info(prepared.topic) if fixed is None else None
 
-        def attempt(n: int, last_broker: str | None, errors: list[str]) -> None:
+        def attempt(n: int, last_broker: str | None, errors: list[BaseException]) -> None:
             left = deadline - now_millis()
             if left <= 0 or n >= policy.attempts:
                 complete(future, callback, None, policy.gave_up(prepared.topic, errors))
@@ -142,8 +142,8 @@ class PythonSends(Routing):
                 if not policy.retryable(error):
                     complete(future, callback, None, error)
                     return
-                policy.note(mq, n, str(error))
-                attempt(n + 1, mq.broker_name, [*errors, str(error)])
+                policy.note(mq, n, error)
+                attempt(n + 1, mq.broker_name, [*errors, error])
 
             header = dict(prepared.header, queue_id=mq.queue_id)
             self._client().remoting.invoke_async(

@@ -8,7 +8,13 @@ import logging
 from dataclasses import dataclass
 
 from rocketpy._future import SendFuture
-from rocketpy.errors import BrokerResponseError, ClientError, RemotingError
+from rocketpy.errors import (
+    BrokerResponseError,
+    ClientError,
+    RemotingError,
+    RemotingTimeoutError,
+    RocketpyError,
+)
 from rocketpy.message import SendResult
 from rocketpy.producer._selectors import SendCallback
 from rocketpy.protocol import ResponseCode
@@ -53,18 +59,34 @@ class RetryPolicy:
         """Whether attempt number ``attempt`` (from 0) may be followed by another."""
         return attempt + 1 < self.attempts
 
-    def note(self, mq: object, attempt: int, error: str) -> None:
+    def note(self, mq: object, attempt: int, error: BaseException) -> None:
         """Logs the failed attempt number ``attempt`` (from 0) to ``mq``."""
         log.warning("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, self.attempts, error)
 
     @staticmethod
-    def gave_up(topic: str, errors: list[str]) -> ClientError:
-        """The error of a send that used its attempts or its time: every attempt's error."""
+    def gave_up(topic: str, errors: list[BaseException]) -> RocketpyError:
+        """The error of a send that used its attempts or its time: of the class of the last
+        attempt's error (a :class:`BrokerResponseError` keeps that answer's ``code``,
+        ``remark`` and ``addr``), its message naming every attempt's error, ``errors`` the
+        attempts' errors in order and ``__cause__`` the last one. No attempt at all (the time
+        was used up first) is a :class:`RemotingTimeoutError`."""
         if not errors:
-            return ClientError(f"send to topic {topic!r} timed out before an attempt")
-        return ClientError(
-            f"send to topic {topic!r} failed after {len(errors)} attempt(s): {errors}"
+            return RemotingTimeoutError(f"send to topic {topic!r} timed out before an attempt")
+        last = errors[-1]
+        what = f"send to topic {topic!r} failed after {len(errors)} attempt(s): " + "; ".join(
+            f"[{i + 1}] {e}" for i, e in enumerate(errors)
         )
+        error: RocketpyError
+        if isinstance(last, BrokerResponseError):
+            error = BrokerResponseError(last.code, last.remark, last.addr, message=what)
+        elif isinstance(last, RocketpyError):
+            error = type(last)(what)
+        else:
+            error = ClientError(what)
+        # Native exception classes take no extra constructor arguments: the attribute is set.
+        setattr(error, "errors", list(errors))  # noqa: B010
+        error.__cause__ = last
+        return error
 
 
 def complete(

@@ -6,13 +6,16 @@ network waits never block the event loop."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import inspect
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 from rocketpy._native import MessageExt
 from rocketpy.consumer.lite_pull import LitePullConsumer
+from rocketpy.consumer.model import Subscription
 from rocketpy.message import Message, MessageQueue, SendResult
 from rocketpy.producer import MessageQueueSelector, Producer
 from rocketpy.selector import MessageSelector
@@ -22,6 +25,7 @@ from rocketpy.transaction import (
     TransactionSendResult,
     _state,
 )
+from rocketpy.validate import check_topic
 
 __all__ = ["AsyncConsumer", "AsyncProducer", "AsyncTransactionProducer"]
 
@@ -112,19 +116,23 @@ class AsyncTransactionProducer:
     coroutine functions (they run on the event loop the producer was started on) or plain
     ones.
 
-    Example::
+    Example (a set stands for the application's database)::
 
         class Orders:
-            async def execute_local_transaction(self, msg, order):
-                await db.insert(order)
+            def __init__(self):
+                self.paid = set()
+
+            async def execute_local_transaction(self, msg, order_id):
+                self.paid.add(order_id)  # e.g. await db.insert(order_id)
                 return LocalTransactionState.COMMIT_MESSAGE
 
             async def check_local_transaction(self, msg):
-                found = await db.exists(msg.keys)
+                found = msg.keys in self.paid
                 return LocalTransactionState.COMMIT_MESSAGE if found else LocalTransactionState.UNKNOW
 
-        async with AsyncTransactionProducer("orders-tx", ns, Orders()) as producer:
-            await producer.send_message_in_transaction(Message("Orders", b"paid"), order)
+        async with AsyncTransactionProducer("orders-tx", "127.0.0.1:9876", Orders()) as producer:
+            msg = Message("Orders", b"paid", keys="order-42")
+            await producer.send_message_in_transaction(msg, "order-42")
     """
 
     def __init__(
@@ -188,12 +196,18 @@ class AsyncConsumer:
     arguments. A message counts as consumed once it was yielded (offsets are committed
     automatically, and at :meth:`shutdown`).
 
+    :meth:`subscribe` and :meth:`assign` may come before or after the start (``async with``
+    starts it). Before, they are kept; after, they are checked at once (a bad topic or
+    expression raises at the call) and applied by the next :meth:`poll` in its worker thread,
+    since applying one asks the brokers and would block the event loop.
+
     Example::
 
         async with AsyncConsumer("my-group", "127.0.0.1:9876") as consumer:
-            consumer.subscribe("TopicTest")  # before entering, or call start() after
+            consumer.subscribe("TopicTest")
             async for msg in consumer:
-                print(msg.body)
+                print(msg.topic, msg.body)
+                break  # or keep going: the loop ends when the consumer is shut down
     """
 
     def __init__(
@@ -202,14 +216,31 @@ class AsyncConsumer:
         self.consumer = LitePullConsumer(group, namesrv_addr, **kwargs)
         self.poll_timeout_ms = poll_timeout_ms
         self._closed = False
+        self._started = False
+        #: Subscriptions and assignments made after the start, for the next poll's thread.
+        self._pending: collections.deque[Callable[[], None]] = collections.deque()
 
     def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
         """See :meth:`LitePullConsumer.subscribe` (tags, or ``MessageSelector.by_sql``)."""
-        self.consumer.subscribe(topic, expression)
+        if not self._started:
+            self.consumer.subscribe(topic, expression)  # kept until start: no network
+            return
+        check_topic(topic)
+        Subscription.parse(topic, expression)  # refused here rather than at the next poll
+        self._pending.append(functools.partial(self.consumer.subscribe, topic, expression))
+
+    def assign(self, mqs: Iterable[MessageQueue]) -> None:
+        """See :meth:`LitePullConsumer.assign`: exactly these queues, no rebalance."""
+        mqs = list(mqs)
+        if not self._started:
+            self.consumer.assign(mqs)
+            return
+        self._pending.append(functools.partial(self.consumer.assign, mqs))
 
     async def start(self) -> None:
-        """Starts pulling."""
+        """Joins the cluster and starts pulling (in a worker thread: route look-ups block)."""
         await asyncio.to_thread(self.consumer.start)
+        self._started = True
 
     async def shutdown(self) -> None:
         """Commits and stops."""
@@ -219,8 +250,13 @@ class AsyncConsumer:
     async def poll(self, timeout_ms: int | None = None) -> list[MessageExt]:
         """The next batch (empty after the timeout)."""
         return await asyncio.to_thread(
-            self.consumer.poll, timeout_ms if timeout_ms is not None else self.poll_timeout_ms
+            self._poll, timeout_ms if timeout_ms is not None else self.poll_timeout_ms
         )
+
+    def _poll(self, timeout_ms: int) -> list[MessageExt]:
+        while self._pending:
+            self._pending.popleft()()
+        return self.consumer.poll(timeout_ms)
 
     def __aiter__(self) -> AsyncIterator[MessageExt]:
         return self._messages()

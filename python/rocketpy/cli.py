@@ -105,6 +105,8 @@ def cmd_broker(args: argparse.Namespace) -> None:
 
 
 def cmd_dev(args: argparse.Namespace) -> None:
+    if args.console_port is not None:
+        _require_console()  # before the servers start: nothing to stop on the way out
     stop = _stop_signal()
     _raise_open_file_limit()
     dev = DevServer(
@@ -136,15 +138,21 @@ def cmd_dev(args: argparse.Namespace) -> None:
     _say("rocketpy dev stopped")
 
 
+def _require_console() -> None:
+    """Exits with the one-line install hint when the console's extra is missing."""
+    from rocketpy.console import missing_extra
+
+    problem = missing_extra()
+    if problem is not None:
+        raise SystemExit(f"rocketpy: {problem}")
+
+
 def _start_console(
     namesrv: str, host: str, port: int, allowed_hosts: list[str] | None = None
 ) -> Any:
-    try:
-        from rocketpy.console import ConsoleServer
-    except ImportError:  # pragma: no cover - the extra is missing
-        raise SystemExit(
-            "the console needs Flask and waitress: pip install rocketpy-mq[console]"
-        ) from None
+    _require_console()
+    from rocketpy.console import ConsoleServer
+
     if host not in ("127.0.0.1", "localhost", "::1"):
         _say(f"warning: the console has no login and changes the cluster; it listens on {host}")
     return ConsoleServer(namesrv, host, port, allowed_hosts or ()).start()

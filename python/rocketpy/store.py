@@ -5,7 +5,7 @@ Example::
 
     from rocketpy.store import MessageStore
 
-    with MessageStore("/tmp/my-store", flush_disk_type="SYNC_FLUSH") as store:
+    with MessageStore("my-store", flush_disk_type="SYNC_FLUSH") as store:
         r = store.put("Orders", b"order #1", tags="new", keys=["order-1"])
         got = store.get("Orders", queue_id=0, offset=0)
         print(got.messages[0].body)

@@ -4,19 +4,25 @@ the message (consumers then see it once) or rolls it back. When the outcome is u
 lost with a crashed producer, the broker later asks a producer of the same group
 (:meth:`TransactionListener.check_local_transaction`) and applies the answer.
 
-Example::
+Example (a set stands for the application's database)::
+
+    from rocketpy import LocalTransactionState, Message, TransactionProducer
 
     class Orders:
-        def execute_local_transaction(self, msg, arg):
-            db.insert_order(arg)  # the local transaction
+        def __init__(self):
+            self.paid = set()
+
+        def execute_local_transaction(self, msg, order_id):
+            self.paid.add(order_id)  # the local transaction
             return LocalTransactionState.COMMIT_MESSAGE
 
         def check_local_transaction(self, msg):
-            found = db.order_exists(msg.keys)
+            found = msg.keys in self.paid
             return LocalTransactionState.COMMIT_MESSAGE if found else LocalTransactionState.UNKNOW
 
     with TransactionProducer("orders-tx", "127.0.0.1:9876", Orders()) as producer:
-        producer.send_message_in_transaction(Message("Orders", b"paid", keys="o-42"), order)
+        msg = Message("Orders", b"paid", keys="order-42")
+        print(producer.send_message_in_transaction(msg, "order-42").local_transaction_state)
 """
 
 from __future__ import annotations

@@ -12,7 +12,22 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ConsoleServer", "create_app"]
+__all__ = ["MISSING_EXTRA", "ConsoleServer", "create_app", "missing_extra"]
+
+#: What to do when the console's dependencies are not installed (said instead of a traceback).
+MISSING_EXTRA = "the console needs Flask and waitress: pip install 'rocketpy-mq[console]'"
+
+
+def missing_extra() -> str | None:
+    """:data:`MISSING_EXTRA` when Flask or waitress cannot be imported, else None: asked by
+    the CLI before it starts anything, so a missing extra is one line, not a traceback from
+    the middle of a start."""
+    try:
+        import flask  # noqa: F401
+        import waitress  # noqa: F401
+    except ImportError:
+        return MISSING_EXTRA
+    return None
 
 
 def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Any:

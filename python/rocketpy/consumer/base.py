@@ -4,8 +4,7 @@ explicit), asynchronous pulls with long polling and flow control, and offset sto
 Threads: the client instance's rebalance service calls :meth:`ConsumerBase.do_rebalance`;
 pull completions run on the native callback thread; delayed pulls run on this consumer's
 scheduler. Subclasses decide what happens to pulled messages (:meth:`_deliver`) and may veto
-queues (:meth:`_accept_queue`, orderly consumers lock them first).
-"""
+queues (:meth:`_accept_queue`, orderly consumers lock them first)."""
 
 from __future__ import annotations
 
@@ -136,6 +135,7 @@ class ConsumerBase(abc.ABC):
         with self._lock:
             self._subscriptions[topic] = sub
         if inst is not None:
+            inst.update_route(topic)  # again: now kept, the route's queues reach this consumer
             inst.send_heartbeat()
             inst.rebalance_now()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import logging
 import threading
 import time
 from collections.abc import Iterable
@@ -17,9 +18,14 @@ from typing import Any
 
 from rocketpy._native import MessageExt
 from rocketpy.consumer.base import ConsumerBase, PullRequest
+from rocketpy.consumer.model import MessageModel, Subscription
 from rocketpy.consumer.process_queue import ProcessQueue
-from rocketpy.errors import ClientError
+from rocketpy.errors import ClientError, RocketpyError
 from rocketpy.message import MessageQueue
+from rocketpy.protocol import retry_topic
+from rocketpy.selector import MessageSelector
+
+log = logging.getLogger("rocketpy.consumer")
 
 
 class LitePullConsumer(ConsumerBase):
@@ -34,14 +40,17 @@ class LitePullConsumer(ConsumerBase):
         **kwargs: see :class:`rocketpy.consumer.base.ConsumerBase` (``message_model``,
             ``consume_from_where``, ``pull_batch_size``, ``allocate_strategy``, ...).
 
+    :meth:`subscribe` and :meth:`assign` may come before or after :meth:`start` (as in
+    RocketMQ's ``DefaultLitePullConsumer``, whose own example starts, then fetches the queues
+    and assigns them), so ``with LitePullConsumer(...) as consumer:`` — which starts it — can
+    subscribe inside; :meth:`poll` with neither is refused.
+
     Example::
 
-        consumer = LitePullConsumer("my-group", "127.0.0.1:9876")
-        consumer.subscribe("TopicTest", "*")
-        consumer.start()
-        while True:
-            for msg in consumer.poll(timeout_ms=1000):
-                handle(msg)
+        with LitePullConsumer("my-group", "127.0.0.1:9876") as consumer:
+            consumer.subscribe("TopicTest", "*")
+            for msg in consumer.poll(timeout_ms=3000):
+                print(msg.topic, msg.queue_offset, msg.body)
     """
 
     consume_type = "CONSUME_ACTIVELY"
@@ -70,8 +79,36 @@ class LitePullConsumer(ConsumerBase):
 
     # -- assignment ----------------------------------------------------------------------------
 
+    def subscribe(self, topic: str, expression: str | MessageSelector = "*") -> None:
+        """See :meth:`ConsumerBase.subscribe`; before or after :meth:`start`."""
+        super().subscribe(topic, expression)
+        inst = self._instance
+        if not self._running or inst is None:
+            return
+        topics = [topic]
+        if self.message_model is MessageModel.CLUSTERING:
+            # Subscribed before start, the group's retry topic joins at start; a consumer
+            # started with nothing subscribed gets it with its first topic, so the order of
+            # start and subscribe changes nothing.
+            retry = retry_topic(self.group)
+            with self._lock:
+                if retry not in self._subscriptions:
+                    self._subscriptions[retry] = Subscription.parse(retry, "*")
+                    topics.append(retry)
+        inst.send_heartbeat()  # the broker makes the group's retry topic on it
+        # The retry topic's route, now that the broker made it (the base hands `topic`'s
+        # route over once the subscription is kept): else its queues wait for the next
+        # route refresh (30 s).
+        for name in topics[1:]:
+            try:
+                inst.update_route(name)
+            except RocketpyError as e:
+                log.warning("route of %s not available yet: %s", name, e)
+        inst.rebalance_now()
+
     def assign(self, mqs: Iterable[MessageQueue]) -> None:
-        """Consumes exactly ``mqs`` (no rebalance); replaces any subscription."""
+        """Consumes exactly ``mqs`` (no rebalance); replaces any subscription. Before or after
+        :meth:`start` (RocketMQ's order: ``start``, :meth:`fetch_message_queues`, ``assign``)."""
         mqs = sorted(set(mqs))
         with self._lock:
             self._assigned = mqs
@@ -110,9 +147,8 @@ class LitePullConsumer(ConsumerBase):
     # -- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Starts pulling the subscribed or assigned queues."""
-        if not self._subscriptions and self._assigned is None:
-            raise ClientError("subscribe or assign before start()")
+        """Joins the cluster and starts pulling the subscribed or assigned queues; with none
+        yet, pulling starts at the first :meth:`subscribe` or :meth:`assign`."""
         self._start_base()
         if self._assigned is not None:
             self._apply_assignment()
@@ -164,8 +200,13 @@ class LitePullConsumer(ConsumerBase):
         """The next batch of messages (empty after ``timeout_ms`` with none); they count as
         consumed from now on."""
         if not self._running:
-            raise ClientError("consumer not started")
+            raise ClientError(
+                "consumer not started: start() it, or use `with LitePullConsumer(...)`"
+            )
         self._check_process()
+        if not self._subscriptions and self._assigned is None:
+            # Waiting would return nothing however long: say what is missing instead.
+            raise ClientError("nothing to poll: subscribe(topic) or assign(queues) first")
         deadline = time.monotonic() + timeout_ms / 1000
         with self._cond:
             while True:

@@ -74,11 +74,13 @@ def test_traffic_lag_and_connections_follow_the_clients(dev: DevServer) -> None:
         assert stored is not None and stored > 10 * 100, "record bytes, headers included"
         assert value(s, "rocketmq_message_size_count", message_type="normal", **labels) == 10
         assert value(s, "rocketmq_message_size_bucket", le="1024.0", message_type="normal") == 10
-        sends = value(s, "rocketmq_rpc_latency_count", request_code="310", result="success")
+        sends = value(
+            s, "rocketmq_rpc_latency_count", request_code="send_message_v2", result="success"
+        )
         assert sends is not None and sends >= 10
 
         def producer_seen() -> bool:
-            n = value(scrape(addr), "rocketmq_producer_connections", language="rust")
+            n = value(scrape(addr), "rocketmq_producer_connections", language="python")
             return n is not None and n >= 1
 
         assert wait_until(producer_seen, timeout=10), "after the producer's first heartbeat"
@@ -147,9 +149,11 @@ def test_name_server_metrics_and_endpoint_errors(dev: DevServer) -> None:
     addr = dev.namesrv.metrics_address
     s = scrape(addr)
     assert value(s, "rocketmq_broker_number", node_type="namesrv") == 1
-    routes = value(s, "rocketmq_rpc_latency_count", request_code="105", result="success")
+    routes = value(
+        s, "rocketmq_rpc_latency_count", request_code="get_routeinfo_by_topic", result="success"
+    )
     assert routes is not None and routes >= 1, "clients asked for routes"
-    registrations = value(s, "rocketmq_rpc_latency_count", request_code="103")
+    registrations = value(s, "rocketmq_rpc_latency_count", request_code="register_broker")
     assert registrations is not None and registrations >= 1
     assert dev.metrics_urls == [
         f"http://{dev.broker.metrics_address}/metrics",  # type: ignore[union-attr]

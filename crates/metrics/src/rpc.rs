@@ -1,11 +1,18 @@
 //! `rocketmq_rpc_latency`: a histogram of request handling time in milliseconds, labelled as
 //! RocketMQ 5.x's remoting layer labels it (`protocol_type`, `request_code`, `response_code`,
 //! `is_long_polling`, `result`) with its buckets (1, 3, 5, 7, 10, 100 ms, 1, 2, 3 s).
+//!
+//! The codes are labelled by RocketMQ's names (`request_code="send_message_v2"`,
+//! `response_code="success"`), the number only for a code RocketMQ has no name for, so
+//! queries written against a 5.x cluster select the same series here.
+
+use std::borrow::Cow;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use rocketpy_protocol::code_names::{request_code_desc, response_code_desc};
 use rocketpy_remoting::{RequestObserver, RequestOutcome, RequestRecord};
 
 /// RocketMQ 5.x's `rpcCostTimeBuckets`, in milliseconds.
@@ -14,8 +21,9 @@ const BUCKETS_MS: [f64; 9] = [1.0, 3.0, 5.0, 7.0, 10.0, 100.0, 1000.0, 2000.0, 3
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RpcLabels {
     protocol_type: &'static str,
-    request_code: i32,
-    response_code: i32,
+    /// Borrowed for named codes: the per-request label lookup allocates nothing for them.
+    request_code: Cow<'static, str>,
+    response_code: Cow<'static, str>,
     is_long_polling: bool,
     result: &'static str,
 }
@@ -47,8 +55,8 @@ impl RequestObserver for RpcMetrics {
     fn observe(&self, record: RequestRecord) {
         let labels = RpcLabels {
             protocol_type: "remoting",
-            request_code: record.request_code,
-            response_code: record.response_code,
+            request_code: request_code_desc(record.request_code),
+            response_code: response_code_desc(record.response_code),
             is_long_polling: record.held,
             result: match record.outcome {
                 RequestOutcome::Success => "success",
@@ -80,13 +88,21 @@ mod tests {
                 elapsed: Duration::from_millis(ms),
             });
         }
+        // A code RocketMQ has no name for is labelled by its number.
+        rpc.observe(RequestRecord {
+            request_code: 123_456,
+            response_code: 4321,
+            held: false,
+            outcome: RequestOutcome::Failed,
+            elapsed: Duration::from_millis(1),
+        });
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(
             text.contains("# TYPE rocketmq_rpc_latency histogram"),
             "{text}"
         );
-        let labels = r#"protocol_type="remoting",request_code="310",response_code="0",is_long_polling="false",result="success""#;
+        let labels = r#"protocol_type="remoting",request_code="send_message_v2",response_code="success",is_long_polling="false",result="success""#;
         assert!(
             text.contains(&format!("rocketmq_rpc_latency_count{{{labels}}} 3")),
             "{text}"
@@ -94,6 +110,13 @@ mod tests {
         assert!(
             text.contains(&format!(
                 "rocketmq_rpc_latency_bucket{{le=\"3.0\",{labels}}} 2"
+            )),
+            "{text}"
+        );
+        let unnamed = r#"request_code="123456",response_code="4321",is_long_polling="false",result="process_request_failed""#;
+        assert!(
+            text.contains(&format!(
+                "rocketmq_rpc_latency_count{{protocol_type=\"remoting\",{unnamed}}} 1"
             )),
             "{text}"
         );

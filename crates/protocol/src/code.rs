@@ -2,7 +2,8 @@
 //!
 //! The numbers are a compatibility surface: they must match Apache RocketMQ exactly. Python's
 //! copy (`python/rocketpy/protocol.py`) is checked against [`request::ALL`] and
-//! [`response::ALL`] by `tests/test_protocol_tables.py`.
+//! [`response::ALL`] by `tests/test_protocol_tables.py`. RocketMQ's names of every code (also
+//! those rocketpy does not serve), as metric labels write them, are in [`crate::code_names`].
 
 /// Declares a module of `i32` codes and `ALL`, their (name, value) table (which the Python
 /// binding exports so Python's copy of the numbers can be checked against this one).

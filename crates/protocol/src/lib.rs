@@ -1,6 +1,7 @@
 //! The RocketMQ 4.x protocol, with no I/O: everything a sender writes and a receiver parses.
 //!
 //! - [`code`], [`flag`]: request, response and language codes; permission and sysFlag bits.
+//! - [`code_names`]: RocketMQ's names of every request and response code (metric labels).
 //! - [`command`], [`frame`], [`header_json`], [`header_binary`]: one remoting command and its
 //!   frame, in both header serialisations (pure functions over byte slices).
 //! - [`body`]: the JSON bodies (routes, topic configs, heartbeats), read as fastjson writes them.
@@ -16,6 +17,7 @@
 pub mod body;
 pub mod clock;
 pub mod code;
+pub mod code_names;
 pub mod command;
 pub mod config;
 pub mod error;

@@ -317,6 +317,9 @@ impl RemotingClient {
             }),
             tls: tls.map(client_tls).transpose()?,
             in_process: None,
+            // Every client of the binding (producers, consumers, admin) is a Python client:
+            // the broker's connection lists and `language` metric labels say so.
+            language: rocketpy_protocol::LanguageCode::Python,
         };
         Ok(RemotingClient {
             inner: NativeClient::new(config, handler, runtime().handle().clone()),

@@ -13,7 +13,7 @@ use crate::error::{RemotingError, Result};
 use crate::stream::Stream;
 use crate::tls::ClientTls;
 use rocketpy_protocol::signature::Credentials;
-use rocketpy_protocol::RemotingCommand;
+use rocketpy_protocol::{LanguageCode, RemotingCommand};
 
 /// Client settings.
 #[derive(Debug, Clone)]
@@ -32,6 +32,10 @@ pub struct ClientConfig {
     /// requests for that address are handed to its processors ([`crate::InProcess`]), with
     /// no frame and no socket.
     pub in_process: Option<(String, crate::server::InProcess, std::net::SocketAddr)>,
+    /// The language every request announces in its header (`LanguageCode`): the broker
+    /// lists it in consumerConnection / producerConnection and labels its connection
+    /// metrics with it. Rust users keep RUST; the Python binding says PYTHON.
+    pub language: LanguageCode,
 }
 
 impl Default for ClientConfig {
@@ -42,6 +46,7 @@ impl Default for ClientConfig {
             credentials: None,
             tls: None,
             in_process: None,
+            language: LanguageCode::Rust,
         }
     }
 }
@@ -98,7 +103,8 @@ impl RemotingClient {
                         None => config.direct_connections,
                     },
                     config.credentials.clone(),
-                ),
+                )
+                .with_language(config.language),
                 config,
                 runtime,
                 served: Mutex::new(None),
@@ -265,9 +271,11 @@ impl RemotingClient {
         });
     }
 
-    /// Signs `request` with the client's account, if it has one (the last change before it
-    /// is encoded: the signature covers every field).
+    /// Stamps `request` with the client's language and signs it with the client's account,
+    /// if it has one (the last change before it is encoded: the signature covers every
+    /// field; the language is not one of them).
     pub fn sign(&self, request: &mut RemotingCommand) {
+        request.language = self.inner.config.language;
         if let Some(c) = &self.inner.config.credentials {
             c.sign(request);
         }

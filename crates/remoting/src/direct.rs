@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use rocketpy_protocol::signature::Credentials;
+use rocketpy_protocol::LanguageCode;
 use rocketpy_protocol::{frame, RemotingCommand};
 
 use crate::error::{RemotingError, Result};
@@ -49,6 +50,8 @@ pub struct DirectPool {
     max_per_addr: usize,
     /// The client's account: requests are signed with it before they are written.
     credentials: Option<Credentials>,
+    /// The language requests announce (see `ClientConfig::language`).
+    language: LanguageCode,
 }
 
 #[derive(Default)]
@@ -96,7 +99,14 @@ impl DirectPool {
             connect_timeout,
             max_per_addr,
             credentials,
+            language: LanguageCode::Rust,
         }
+    }
+
+    /// The pool, its requests announcing `language` (RUST unless set).
+    pub fn with_language(mut self, language: LanguageCode) -> Self {
+        self.language = language;
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, PoolState> {
@@ -221,6 +231,7 @@ impl DirectConnection<'_> {
             return Err(RemotingError::ConnectionClosed(self.addr.clone()));
         };
         let deadline = Instant::now() + timeout;
+        request.language = self.pool.language;
         if let Some(c) = &self.pool.credentials {
             c.sign(request); // in place: a copy of every field per request cost more than it
         }

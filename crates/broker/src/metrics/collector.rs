@@ -1,6 +1,6 @@
 //! Gauges computed from the broker's state at scrape time, under RocketMQ 5.x's names:
 //! table sizes, connections, consumer lag (messages, age of the oldest unconsumed message,
-//! in-flight messages), storage, and the broker's permission.
+//! in-flight and ready messages, queueing time), storage, and the broker's permission.
 //!
 //! Lag is computed for every committed `(topic, group)` pair, online or not, so the lag of a
 //! stopped consumer (or of a Spark job between micro-batches) stays visible.
@@ -42,6 +42,18 @@ pub struct Lag {
     pub inflight: i64,
     /// Store time of the oldest unconsumed message (ms), 0 if none.
     pub oldest_unconsumed_ms: i64,
+    /// Messages stored after the pull offsets: ready to be pulled (RocketMQ's "available").
+    pub ready: i64,
+    /// Store time of the oldest message not pulled yet (ms), 0 if none.
+    pub oldest_unpulled_ms: i64,
+}
+
+/// The older of two store times, 0 meaning none.
+fn older(current: i64, candidate: Option<i64>) -> i64 {
+    match candidate {
+        Some(t) if t > 0 && (current == 0 || t < current) => t,
+        _ => current,
+    }
 }
 
 /// Lag of every committed `(topic, group)` pair whose topic still has queues.
@@ -56,20 +68,25 @@ pub fn lags(broker: &BrokerInner) -> Vec<((String, String), Lag)> {
             let max = broker.store.max_offset_in_queue(&topic, queue_id);
             let behind = (max - committed).max(0);
             lag.messages += behind;
-            if let Some(metrics) = &broker.metrics {
-                if let Some(pulled) = metrics.pulled_offset(&group, &topic, queue_id) {
-                    lag.inflight += (pulled.min(max) - committed).max(0);
-                }
-            }
-            if behind > 0 {
-                if let Some(t) = broker
+            // RocketMQ's pull offset falls back to the committed one (`queryPullOffset`).
+            let pulled = broker
+                .metrics
+                .as_ref()
+                .and_then(|m| m.pulled_offset(&group, &topic, queue_id))
+                .unwrap_or(committed);
+            lag.inflight += (pulled.min(max) - committed).max(0);
+            let ready = (max - pulled).max(0);
+            lag.ready += ready;
+            let stored_at = |offset| {
+                broker
                     .store
-                    .message_store_timestamp(&topic, queue_id, committed)
-                {
-                    if lag.oldest_unconsumed_ms == 0 || t < lag.oldest_unconsumed_ms {
-                        lag.oldest_unconsumed_ms = t;
-                    }
-                }
+                    .message_store_timestamp(&topic, queue_id, offset)
+            };
+            if behind > 0 {
+                lag.oldest_unconsumed_ms = older(lag.oldest_unconsumed_ms, stored_at(committed));
+            }
+            if ready > 0 {
+                lag.oldest_unpulled_ms = older(lag.oldest_unpulled_ms, stored_at(pulled));
             }
         }
         out.push(((topic, group), lag));
@@ -185,18 +202,33 @@ impl Collector for BrokerCollector {
             lags.iter()
                 .map(|((t, g), lag)| (lag_labels(t, g), lag.messages)),
         )?;
+        let age = |stored_ms: i64| {
+            if stored_ms == 0 {
+                0
+            } else {
+                (now - stored_ms).max(0)
+            }
+        };
         gauge_family(
             e,
             "rocketmq_consumer_lag_latency",
             "Consumer lag time in milliseconds (age of the oldest unconsumed message)",
-            lags.iter().map(|((t, g), lag)| {
-                let age = if lag.oldest_unconsumed_ms == 0 {
-                    0
-                } else {
-                    (now - lag.oldest_unconsumed_ms).max(0)
-                };
-                (lag_labels(t, g), age)
-            }),
+            lags.iter()
+                .map(|((t, g), lag)| (lag_labels(t, g), age(lag.oldest_unconsumed_ms))),
+        )?;
+        gauge_family(
+            e,
+            "rocketmq_consumer_ready_messages",
+            "Consumer ready messages (stored, not pulled yet)",
+            lags.iter()
+                .map(|((t, g), lag)| (lag_labels(t, g), lag.ready)),
+        )?;
+        gauge_family(
+            e,
+            "rocketmq_consumer_queueing_latency",
+            "Consumer queueing time in milliseconds (age of the oldest message not pulled yet)",
+            lags.iter()
+                .map(|((t, g), lag)| (lag_labels(t, g), age(lag.oldest_unpulled_ms))),
         )?;
         gauge_family(
             e,
@@ -213,6 +245,16 @@ impl Collector for BrokerCollector {
                 "rocketmq_storage_size",
                 "Broker storage size in bytes (used space of the store's disk)",
                 i64::try_from(total.saturating_sub(avail)).unwrap_or(i64::MAX),
+            )?;
+        }
+        // Age of the oldest message the store still holds; absent while it holds none, as
+        // in RocketMQ.
+        if let Some(earliest) = broker.store.earliest_message_time().filter(|t| *t > 0) {
+            gauge(
+                e,
+                "rocketmq_storage_message_reserve_time",
+                "Broker message reserve time in milliseconds (age of the oldest stored message)",
+                (now - earliest).max(0),
             )?;
         }
         gauge(

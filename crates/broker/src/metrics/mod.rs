@@ -2,7 +2,8 @@
 //! `BrokerMetricsManager`, `DefaultStoreMetricsManager` and remoting metrics), exported when
 //! `metricsExporterType=PROM`.
 //!
-//! Traffic is counted once per request on the send and pull paths ([`BrokerMetrics`]); lag,
+//! Traffic is counted once per request on the send and pull paths ([`BrokerMetrics`]), as
+//! are transaction outcomes and topic / group creations; lag,
 //! connections, table sizes and storage are computed from the broker's state when scraped
 //! ([`collector`]). With metrics disabled the broker holds no [`BrokerMetrics`] and the
 //! paths skip counting entirely.
@@ -37,10 +38,10 @@ struct InLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+/// A pull's labels: RocketMQ's pull path writes no `is_retry` (its pop path does).
 struct OutLabels {
     topic: String,
     consumer_group: String,
-    is_retry: bool,
     is_system: bool,
 }
 
@@ -51,9 +52,51 @@ struct DlqLabels {
     is_system: bool,
 }
 
+/// RocketMQ 5.x's buckets of `rocketmq_finish_message_latency`, in seconds (its unit says
+/// ms, but the value recorded is `(now - born) / 1000`): 5 s, 1 min, 10 min, 1 h, 12 h, 24 h.
+const FINISH_LATENCY_BUCKETS_S: [f64; 6] = [5.0, 60.0, 600.0, 3600.0, 43_200.0, 86_400.0];
+
+/// RocketMQ 5.x's buckets of topic and group creation times: 10 ms, 100 ms, 1 s, 3 s, 5 s.
+const CREATE_TIME_BUCKETS_MS: [f64; 5] = [10.0, 100.0, 1000.0, 3000.0, 5000.0];
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TopicLabels {
+    topic: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TopicCreateLabels {
+    invocation_status: &'static str,
+    is_system: bool,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupCreateLabels {
+    invocation_status: &'static str,
+}
+
 fn message_size_histogram() -> Histogram {
     Histogram::new(MESSAGE_SIZE_BUCKETS)
 }
+
+fn finish_latency_histogram() -> Histogram {
+    Histogram::new(FINISH_LATENCY_BUCKETS_S)
+}
+
+fn create_time_histogram() -> Histogram {
+    Histogram::new(CREATE_TIME_BUCKETS_MS)
+}
+
+/// `InvocationStatus.getName()`.
+fn invocation_status(ok: bool) -> &'static str {
+    if ok {
+        "success"
+    } else {
+        "failure"
+    }
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// group -> topic -> queue -> the next offset a pull handed out (for in-flight counts).
 type PulledOffsets = HashMap<String, HashMap<String, HashMap<i32, i64>>>;
@@ -67,6 +110,11 @@ pub struct BrokerMetrics {
     messages_out: Family<OutLabels, Counter>,
     throughput_out: Family<OutLabels, Counter>,
     send_to_dlq: Family<DlqLabels, Counter>,
+    commits: Family<TopicLabels, Counter>,
+    rollbacks: Family<TopicLabels, Counter>,
+    finish_latency: HistogramFamily<TopicLabels>,
+    topic_create_time: HistogramFamily<TopicCreateLabels>,
+    group_create_time: HistogramFamily<GroupCreateLabels>,
     pulled: Mutex<PulledOffsets>,
 }
 
@@ -80,6 +128,11 @@ impl BrokerMetrics {
             messages_out: Family::default(),
             throughput_out: Family::default(),
             send_to_dlq: Family::default(),
+            commits: Family::default(),
+            rollbacks: Family::default(),
+            finish_latency: Family::new_with_constructor(finish_latency_histogram),
+            topic_create_time: Family::new_with_constructor(create_time_histogram),
+            group_create_time: Family::new_with_constructor(create_time_histogram),
             pulled: Mutex::default(),
         };
         // Counter names go in without `_total`: the encoder adds it.
@@ -113,7 +166,73 @@ impl BrokerMetrics {
             "Consume failed messages sent to the dead-letter queue",
             m.send_to_dlq.clone(),
         );
+        registry.register(
+            "rocketmq_commit_messages",
+            "Total number of commit messages",
+            m.commits.clone(),
+        );
+        registry.register(
+            "rocketmq_rollback_messages",
+            "Total number of rollback messages",
+            m.rollbacks.clone(),
+        );
+        registry.register(
+            "rocketmq_finish_message_latency",
+            "Transaction finish latency (seconds from the half message's birth to its commit)",
+            m.finish_latency.clone(),
+        );
+        registry.register(
+            "rocketmq_topic_create_execution_time",
+            "The distribution of create topic time in milliseconds",
+            m.topic_create_time.clone(),
+        );
+        registry.register(
+            "rocketmq_consumer_group_create_execution_time",
+            "The distribution of create subscription time in milliseconds",
+            m.group_create_time.clone(),
+        );
         m
+    }
+
+    /// A half message of `topic` (its real topic), born at `born_ms`, was committed at
+    /// `now_ms`.
+    pub fn on_commit(&self, topic: &str, born_ms: i64, now_ms: i64) {
+        let key = TopicLabels {
+            topic: topic.to_owned(),
+        };
+        self.commits.get_or_create(&key).inc();
+        // Whole seconds, as RocketMQ records them.
+        let seconds = ((now_ms - born_ms).max(0) / 1000) as f64;
+        self.finish_latency.get_or_create(&key).observe(seconds);
+    }
+
+    /// A half message of `topic` (its real topic) was rolled back.
+    pub fn on_rollback(&self, topic: &str) {
+        let key = TopicLabels {
+            topic: topic.to_owned(),
+        };
+        self.rollbacks.get_or_create(&key).inc();
+    }
+
+    /// UPDATE_AND_CREATE_TOPIC of `topic` took `elapsed` and succeeded or not.
+    pub fn on_topic_create(&self, topic: &str, ok: bool, elapsed: std::time::Duration) {
+        let key = TopicCreateLabels {
+            invocation_status: invocation_status(ok),
+            is_system: labels::is_system_topic(topic),
+        };
+        self.topic_create_time
+            .get_or_create(&key)
+            .observe(elapsed.as_millis() as f64);
+    }
+
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP took `elapsed` and succeeded or not.
+    pub fn on_group_create(&self, ok: bool, elapsed: std::time::Duration) {
+        let key = GroupCreateLabels {
+            invocation_status: invocation_status(ok),
+        };
+        self.group_create_time
+            .get_or_create(&key)
+            .observe(elapsed.as_millis() as f64);
     }
 
     /// `count` messages of `bytes` stored into `topic`. Retry and DLQ topics are not
@@ -153,8 +272,8 @@ impl BrokerMetrics {
         let key = OutLabels {
             topic: topic.to_owned(),
             consumer_group: group.to_owned(),
-            is_retry: false,
-            is_system: labels::is_system(topic, group),
+            // The pull path's test: `MixAll.isSysConsumerGroup`, case-sensitive.
+            is_system: labels::is_system_topic(topic) || group.starts_with("CID_RMQ_SYS_"),
         };
         self.messages_out.get_or_create(&key).inc_by(count);
         self.throughput_out.get_or_create(&key).inc_by(bytes);

@@ -19,13 +19,27 @@ use crate::topic_config::is_reserved_topic;
 /// Most queues a topic may have on one broker (each queue is a directory and files).
 pub const MAX_QUEUE_NUMS: i32 = 1024;
 
-/// Creates or updates a topic and re-registers with the name servers.
+/// Creates or updates a topic and re-registers with the name servers; timed for
+/// `rocketmq_topic_create_execution_time`.
 pub fn update_and_create_topic(
     broker: &Arc<BrokerInner>,
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
+    let started = std::time::Instant::now();
     let h: CreateTopicRequestHeader = req.decode_header()?;
+    let out = create_topic(broker, req, &h);
+    if let Some(metrics) = &broker.metrics {
+        metrics.on_topic_create(&h.topic, out.is_ok(), started.elapsed());
+    }
+    out
+}
+
+fn create_topic(
+    broker: &Arc<BrokerInner>,
+    req: &RemotingCommand,
+    h: &CreateTopicRequestHeader,
+) -> ProcessResult {
     let topic = h.topic.as_str();
     validate_topic(topic).map_err(system_error)?;
     if is_reserved_topic(broker.config(), topic) {
@@ -52,8 +66,8 @@ pub fn update_and_create_topic(
     let mut topic_cfg = TopicConfig::new(topic, read);
     topic_cfg.write_queue_nums = write;
     topic_cfg.perm = perm;
-    if let Some(t) = h.topic_filter_type {
-        topic_cfg.topic_filter_type = t;
+    if let Some(t) = &h.topic_filter_type {
+        topic_cfg.topic_filter_type = t.clone();
     }
     topic_cfg.topic_sys_flag = h.topic_sys_flag.unwrap_or(0);
     topic_cfg.order = h.order.unwrap_or(false);
@@ -106,6 +120,15 @@ pub fn update_subscription_group(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
+    let started = std::time::Instant::now();
+    let out = create_group(broker, req);
+    if let Some(metrics) = &broker.metrics {
+        metrics.on_group_create(out.is_ok(), started.elapsed());
+    }
+    out
+}
+
+fn create_group(broker: &Arc<BrokerInner>, req: &RemotingCommand) -> ProcessResult {
     let cfg: crate::subscription_group::SubscriptionGroupConfig =
         rocketpy_protocol::body::fastjson::from_slice(&req.body).map_err(|e| {
             ProcessError::new(

@@ -104,7 +104,19 @@ pub fn end_transaction(
     };
     match resolved {
         // Held pulls wake through the store's arriving listener, as for any send.
-        Some(appended) => Ok(with_store_wait(broker, ok(req), appended, true)),
+        Some(appended) => {
+            if let (Some(metrics), Some(topic)) = (
+                &broker.metrics,
+                properties::find(half.properties, keys::REAL_TOPIC),
+            ) {
+                if outcome == sys_flag::TRANSACTION_COMMIT_TYPE {
+                    metrics.on_commit(topic, half.born_timestamp, broker.now_millis());
+                } else {
+                    metrics.on_rollback(topic);
+                }
+            }
+            Ok(with_store_wait(broker, ok(req), appended, true))
+        }
         None => {
             tracing::debug!(offset = half.queue_offset, peer = %conn.peer(), "transaction already resolved; outcome ignored");
             reply(ok(req))

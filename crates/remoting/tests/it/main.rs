@@ -2,6 +2,7 @@
 
 mod budget;
 mod direct;
+mod language;
 mod tls;
 mod transport;
 mod write_order;

@@ -4,6 +4,7 @@ store directory (``storePath``). Used on the driver to plan, and on executors to
 from __future__ import annotations
 
 import abc
+import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,6 +33,10 @@ class Catalog(abc.ABC):
     @abc.abstractmethod
     def queues(self, topic: str) -> list[Queue]:
         """The readable queues of ``topic`` (sorted)."""
+
+    @abc.abstractmethod
+    def missing(self, topic: str) -> str | None:
+        """Why ``topic`` does not exist here (what to do instead), or None when it does."""
 
     @abc.abstractmethod
     def min_offset(self, q: Queue) -> int:
@@ -98,6 +103,17 @@ class OnlineCatalog(Catalog):
             out.extend(Queue(topic, qd.broker_name, i, addr) for i in range(qd.read_queue_nums))
         return sorted(out)
 
+    def missing(self, topic: str) -> str | None:
+        if self.admin.topic_route(topic) is not None:
+            return None
+        ns = self.opts.namesrv
+        return (
+            f"topic {topic} does not exist: the name server {ns} has no route for it"
+            f"{_closest(topic, self.admin.topic_list())}. Create it first (rocketpy admin "
+            f"updateTopic -n {ns} -c <cluster> -t {topic}, or rocketpy.admin.Admin."
+            "create_topic), or set the option failOnMissingTopic=false to read it as empty"
+        )
+
     def _mq(self, q: Queue) -> MessageQueue:
         return MessageQueue(q.topic, q.broker_name, q.queue_id)
 
@@ -155,6 +171,17 @@ class OfflineCatalog(Catalog):
         name = self.opts.broker_name
         return [Queue(topic, name, i) for i in self.reader.queue_ids(topic)]
 
+    def missing(self, topic: str) -> str | None:
+        topics = self.reader.topics()
+        if topic in topics:
+            return None
+        return (
+            f"topic {topic} does not exist in the store {self.opts.store_path}: it has no "
+            f"consume queue there (never written to){_closest(topic, topics)}. Check the "
+            "options topic and storePath, or set the option failOnMissingTopic=false to read "
+            "it as empty"
+        )
+
     def min_offset(self, q: Queue) -> int:
         return self.reader.offsets(q.topic, q.queue_id)[0]
 
@@ -178,3 +205,9 @@ class OfflineCatalog(Catalog):
             )  # fmt: skip
             if cols["rows"]:
                 yield to_record_batch(cols, schema)
+
+
+def _closest(topic: str, known: list[str]) -> str:
+    """`` (did you mean X?)`` for a likely misspelling of a topic in ``known``."""
+    close = difflib.get_close_matches(topic, known, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""

@@ -6,10 +6,11 @@ Delta sources' soft byte limit."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,79 @@ Offsets = dict[str, dict[str, dict[str, int]]]
 
 
 class OptionError(ValueError):
-    """An option is missing or malformed."""
+    """An option is missing, malformed or unknown."""
+
+
+# The one list of the options the source knows: parsing reads only these, and anything else
+# is refused (a misspelled `startingOffset` silently read from `latest` before). The README's
+# option tables name the same ones (tests/spark/test_spark_options.py checks both ways).
+
+#: The ACL account and TLS, for reads and writes alike (:func:`access_of`).
+ACCESS_OPTIONS = (
+    "accessKey", "secretKey", "tls", "tlsCaFile", "tlsVerify", "tlsCertFile", "tlsKeyFile",
+)  # fmt: skip
+
+#: Options of ``spark.read`` / ``spark.readStream`` (``subscribe`` is Kafka's ``topic``).
+READ_OPTIONS = (
+    "namesrv", "storePath", "topic", "subscribe", "assign", "subscription", "sqlFilter",
+    "filterPushdown", "startingOffsets", "endingOffsets", "startingTimestamp",
+    "endingTimestamp", "startingOffsetsByTimestamp", "endingOffsetsByTimestamp",
+    "maxOffsetsPerTrigger", "maxBytesPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay",
+    "minPartitions", "maxRecordsPerPartition", "minRecordsPerPartition", "failOnDataLoss",
+    "failOnMissingTopic", "brokerName", "groupId", "commitOffsetsToBroker", "includeHeaders",
+    "pullConcurrency", "batchRows", *ACCESS_OPTIONS,
+)  # fmt: skip
+
+#: Options of ``df.write`` / ``df.writeStream``.
+WRITE_OPTIONS = ("namesrv", "topic", "groupId", "batchMessages", "transactional", *ACCESS_OPTIONS)
+
+#: What Spark itself adds to a streaming write's options (seen in PySpark 4.3: the query's
+#: ``checkpointLocation`` and ``queryName``, in lower case, when the query has them).
+SPARK_STREAM_WRITE_OPTIONS = ("checkpointLocation", "queryName")
+
+_NO_PATH = (
+    "the rocketmq source takes no path (load(path), save(path), start(path)): give the "
+    "options namesrv and topic, or storePath for a store directory"
+)
+
+
+def check_known(options: Iterable[str], kind: str) -> None:
+    """Refuses options the source does not know, naming the closest known one. ``kind`` is
+    ``read``, ``streaming read``, ``write`` or ``streaming write``. Spark hands the names
+    over in lower case, so they are compared without case (as Spark's own sources do)."""
+    known = WRITE_OPTIONS if kind.endswith("write") else READ_OPTIONS
+    if kind == "streaming write":
+        known = (*known, *SPARK_STREAM_WRITE_OPTIONS)
+    by_lower = {k.lower(): k for k in known}
+    problems = []
+    for given in options:
+        name = given.lower()
+        if name in by_lower:
+            continue
+        if name == "path":
+            raise OptionError(_NO_PATH)
+        problems.append(_unknown(given, kind, by_lower))
+    if problems:
+        raise OptionError("; ".join(problems) + " (spark/README.md lists the options)")
+
+
+def _unknown(given: str, kind: str, by_lower: dict[str, str]) -> str:
+    """Why ``given`` is refused, and what to write instead."""
+    name = given.lower()
+    elsewhere = {k.lower(): k for k in (*READ_OPTIONS, *WRITE_OPTIONS)}
+    if name in elsewhere:
+        other = "writes" if kind.endswith("read") else "reads"
+        return f"option {elsewhere[name]} applies to {other}, not to a {kind}"
+    spark_own = {k.lower(): k for k in SPARK_STREAM_WRITE_OPTIONS}
+    if name in spark_own:
+        return f"option {spark_own[name]} belongs to a streaming query: give it to writeStream"
+    close = difflib.get_close_matches(name, list(by_lower), n=1)
+    hint = (
+        f"did you mean {by_lower[close[0]]}?"
+        if close
+        else f"the options are {', '.join(sorted(by_lower.values(), key=str.lower))}"
+    )
+    return f"unknown option {given!r} for a rocketmq {kind}: {hint}"
 
 
 def _get(options: Mapping[str, str], name: str) -> str | None:
@@ -244,10 +317,13 @@ class ReadOptions:
     subscription_type: str = "TAG"
     #: Batch reads: push ``tags`` conditions to the broker (option ``filterPushdown``).
     filter_pushdown: bool = False
+    #: A topic that does not exist when the read starts is an error (else read as empty).
+    fail_on_missing_topic: bool = True
 
     @staticmethod
     def parse(options: Mapping[str, str], streaming: bool) -> ReadOptions:
         """Validates ``options``; raises :class:`OptionError` with the option's name."""
+        check_known(options, "streaming read" if streaming else "read")
         assign_spec = _get(options, "assign")
         assign = parse_assign(assign_spec) if assign_spec else None
         topic = _get(options, "topic") or _get(options, "subscribe")
@@ -329,6 +405,7 @@ class ReadOptions:
             min_records_per_partition=_int(options, "minRecordsPerPartition")
             or DEFAULT_PACK_RECORDS,
             fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+            fail_on_missing_topic=_bool(options, "failOnMissingTopic", True),
             pull_concurrency=_int(options, "pullConcurrency") or 16,
             batch_rows=_int(options, "batchRows") or 16384,
             starting_by_timestamp=_by_timestamp(by_ts, "startingOffsetsByTimestamp"),

@@ -30,10 +30,24 @@ class QueueRange(InputPartition):
     commit: bool = False
 
 
-def all_queues(catalog: Catalog, opts: ReadOptions) -> list[Queue]:
+class MissingTopicError(OptionError):
+    """A topic read does not exist (option ``failOnMissingTopic``, default true)."""
+
+
+def all_queues(catalog: Catalog, opts: ReadOptions, starting: bool = False) -> list[Queue]:
     """Every readable queue of the subscribed topics (only the assigned ones with
-    ``assign``)."""
-    queues = [q for topic in opts.topics for q in catalog.queues(topic)]
+    ``assign``). ``starting``: the read starts, so a topic that does not exist is an error
+    unless ``failOnMissingTopic`` is false (a misspelled or not yet created topic otherwise
+    reads as 0 rows, indistinguishable from an empty one). Later look-ups of a running
+    stream do not check: a topic created after the start is read from its beginning."""
+    queues: list[Queue] = []
+    for topic in opts.topics:
+        found = catalog.queues(topic)
+        if not found and starting and opts.fail_on_missing_topic:
+            why = catalog.missing(topic)
+            if why is not None:
+                raise MissingTopicError(why)
+        queues.extend(found)
     if opts.assign is None:
         return queues
     out = []

@@ -21,7 +21,7 @@ from pyspark.sql.types import BinaryType, MapType, StringType, StructType
 
 from pyspark_rocketmq import transactional
 from pyspark_rocketmq.access import PLAIN, Access
-from pyspark_rocketmq.options import OptionError, _bool, _get, _int, access_of
+from pyspark_rocketmq.options import OptionError, _bool, _get, _int, access_of, check_known
 from rocketpy import Message, Producer
 
 #: Limits of one SEND_BATCH_MESSAGE request built by the sink.
@@ -41,7 +41,11 @@ class WriteOptions:
     access: Access = PLAIN
 
     @staticmethod
-    def parse(options: Mapping[str, str], schema: StructType) -> WriteOptions:
+    def parse(
+        options: Mapping[str, str], schema: StructType, streaming: bool = False
+    ) -> WriteOptions:
+        """Validates ``options`` against ``schema``; raises :class:`OptionError`."""
+        check_known(options, "streaming write" if streaming else "write")
         namesrv = _get(options, "namesrv")
         if not namesrv:
             raise OptionError("option namesrv is required to write")

@@ -62,7 +62,7 @@ class RocketMQDataSource(DataSource):
         return BatchWriter(WriteOptions.parse(self.options, schema))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return StreamWriter(WriteOptions.parse(self.options, schema))
+        return StreamWriter(WriteOptions.parse(self.options, schema, streaming=True))
 
 
 def columns_of(schema: StructType) -> tuple[str, ...]:
@@ -112,7 +112,7 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         catalog = Catalog.open(self.opts)
-        queues = plan.all_queues(catalog, self.opts)
+        queues = plan.all_queues(catalog, self.opts, starting=True)
         o = self.opts
         starts = plan.start_positions(catalog, queues, o, plan.EARLIEST)
         ends = plan.end_positions(catalog, queues, o)
@@ -146,6 +146,8 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: dict[str, Any] | None = None
         self._last_trigger = 0.0
         self._recorded: dict[str, Any] | None = None
+        #: Whether the topics were checked to exist (the first look-up of this run).
+        self._started = False
 
     @property
     def catalog(self) -> Catalog:
@@ -154,7 +156,9 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._catalog
 
     def _queues(self) -> list[Queue]:
-        return plan.all_queues(self.catalog, self.opts)
+        queues = plan.all_queues(self.catalog, self.opts, starting=not self._started)
+        self._started = True
+        return queues
 
     def _latest(self, queues: list[Queue]) -> dict[Queue, int]:
         return {q: self.catalog.max_offset(q) for q in queues}

@@ -2,7 +2,7 @@
 //! machine's noise is smallest: `counted` appends a batch of 100 messages of 100 B and then
 //! does everything a send request does for metrics (the request timing, the message type,
 //! `rocketmq_messages_in`, `rocketmq_throughput_in`, `rocketmq_message_size` and the
-//! `rocketmq_rpc_latency` histogram); `plain` only appends. Printed: the medians of 9 paired
+//! `rocketmq_rpc_latency_milliseconds` histogram); `plain` only appends. Printed: the medians of 9 paired
 //! rounds and counted/plain (target >= 0.97), and the counting's own cost per request.
 
 use std::time::{Duration, Instant};

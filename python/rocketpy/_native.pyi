@@ -270,6 +270,11 @@ class Message:
         properties: user properties; names must not contain the separators ``\\x01``/``\\x02``.
         flag: an application-defined integer stored with the message.
         delay_level: deliver after the broker's delay level N (1 = 1 s ... 18 = 2 h); 0 = now.
+        delivery_timestamp: deliver at this time (ms since the epoch; RocketMQ 5.x timer
+            messages: any time up to the broker's ``timerMaxDelaySec`` ahead). Not with
+            ``delay_level`` nor ``message_group`` (``ValueError``).
+        message_group: the 5.x FIFO message group: the producer sends every message of a
+            group to the same queue, so consumers see a group's messages in send order.
     """
 
     def __init__(
@@ -282,6 +287,8 @@ class Message:
         *,
         flag: int = 0,
         delay_level: int = 0,
+        delivery_timestamp: int | None = None,
+        message_group: str | None = None,
     ) -> None: ...
     @property
     def topic(self) -> str:
@@ -318,6 +325,17 @@ class Message:
         """The delay level (0 = none)."""
     @delay_level.setter
     def delay_level(self, level: int) -> None: ...
+    @property
+    def delivery_timestamp(self) -> int | None:
+        """When the broker delivers the message (ms since the epoch, the ``TIMER_DELIVER_MS``
+        property), or None: at once."""
+    @delivery_timestamp.setter
+    def delivery_timestamp(self, at: int | None) -> None: ...
+    @property
+    def message_group(self) -> str | None:
+        """The 5.x FIFO message group (the ``__SHARDINGKEY`` property), or None."""
+    @message_group.setter
+    def message_group(self, group: str | None) -> None: ...
 
 class PendingMessages:
     """Pulled, unconsumed messages of one queue by offset (see ``ProcessQueue``)."""

@@ -58,7 +58,7 @@ def sends(dev: DevServer) -> dict[str, float]:
     out: dict[str, float] = defaultdict(float)
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            if s.name == "rocketmq_rpc_latency_count":
+            if s.name == "rocketmq_rpc_latency_milliseconds_count":
                 out[s.labels["request_code"]] += s.value
     return out
 

@@ -19,6 +19,7 @@ from servers import in_process_dev
 
 from helpers import Collector, fast_config, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
+from rocketpy.admin import Admin
 from rocketpy.server import DevServer
 
 Samples = list[tuple[str, dict[str, str], float]]
@@ -75,7 +76,10 @@ def test_traffic_lag_and_connections_follow_the_clients(dev: DevServer) -> None:
         assert value(s, "rocketmq_message_size_count", message_type="normal", **labels) == 10
         assert value(s, "rocketmq_message_size_bucket", le="1024.0", message_type="normal") == 10
         sends = value(
-            s, "rocketmq_rpc_latency_count", request_code="send_message_v2", result="success"
+            s,
+            "rocketmq_rpc_latency_milliseconds_count",
+            request_code="send_message_v2",
+            result="success",
         )
         assert sends is not None and sends >= 10
 
@@ -99,7 +103,7 @@ def test_traffic_lag_and_connections_follow_the_clients(dev: DevServer) -> None:
         s = scrape(addr)
         assert value(s, "rocketmq_messages_out_total", consumer_group=group, topic=topic) == 11
         assert value(s, "rocketmq_consumer_inflight_messages", **lag_labels) == 0
-        assert value(s, "rocketmq_consumer_lag_latency", **lag_labels) == 0
+        assert value(s, "rocketmq_consumer_lag_latency_milliseconds", **lag_labels) == 0
         conns = value(s, "rocketmq_consumer_connections", consumer_group=group)
         assert conns == 1
         assert value(s, "rocketmq_consumer_connections", consume_mode="push", consumer_group=group)
@@ -112,7 +116,7 @@ def test_traffic_lag_and_connections_follow_the_clients(dev: DevServer) -> None:
     time.sleep(0.3)
     s = scrape(addr)
     assert value(s, "rocketmq_consumer_lag_messages", consumer_group=group, topic=topic) == 5
-    age = value(s, "rocketmq_consumer_lag_latency", consumer_group=group, topic=topic)
+    age = value(s, "rocketmq_consumer_lag_latency_milliseconds", consumer_group=group, topic=topic)
     assert age is not None and age >= 250, "age of the oldest unconsumed message, in ms"
     assert value(s, "rocketmq_consumer_connections", consumer_group=group) is None
     topics = value(s, "rocketmq_topic_number", **node)
@@ -135,7 +139,7 @@ def test_dlq_storage_and_process_metrics(dev: DevServer) -> None:
     finally:
         c.shutdown()
     s = scrape(dev.broker.metrics_address)
-    size = value(s, "rocketmq_storage_size")
+    size = value(s, "rocketmq_storage_size_bytes")
     assert size is not None and size > 0
     assert value(s, "rocketmq_storage_dispatch_behind_bytes") == 0
     assert value(s, "rocketmq_storage_flush_behind_bytes") is not None
@@ -147,13 +151,21 @@ def test_dlq_storage_and_process_metrics(dev: DevServer) -> None:
 def test_name_server_metrics_and_endpoint_errors(dev: DevServer) -> None:
     assert dev.namesrv is not None and dev.namesrv.metrics_address
     addr = dev.namesrv.metrics_address
+    with Admin(dev.namesrv_addr) as admin:  # a route asked for, whatever ran before
+        admin.create_topic("MetricsRouteAsked", queues=1)
+        assert wait_until(lambda: admin.topic_route("MetricsRouteAsked") is not None)
     s = scrape(addr)
     assert value(s, "rocketmq_broker_number", node_type="namesrv") == 1
     routes = value(
-        s, "rocketmq_rpc_latency_count", request_code="get_routeinfo_by_topic", result="success"
+        s,
+        "rocketmq_rpc_latency_milliseconds_count",
+        request_code="get_routeinfo_by_topic",
+        result="success",
     )
     assert routes is not None and routes >= 1, "clients asked for routes"
-    registrations = value(s, "rocketmq_rpc_latency_count", request_code="register_broker")
+    registrations = value(
+        s, "rocketmq_rpc_latency_milliseconds_count", request_code="register_broker"
+    )
     assert registrations is not None and registrations >= 1
     assert dev.metrics_urls == [
         f"http://{dev.broker.metrics_address}/metrics",  # type: ignore[union-attr]

@@ -69,7 +69,7 @@ def test_codes_are_labelled_by_rocketmq_names(dev: DevServer) -> None:
     with Producer("codes-producer", client_config=fast_config(dev.namesrv_addr)) as p:
         p.send(Message("CodesTopic", b"x"))
     s = scrape(dev)
-    rpc = "rocketmq_rpc_latency_count"
+    rpc = "rocketmq_rpc_latency_milliseconds_count"
     unsupported = "request_code_not_supported"
     assert value(s, rpc, request_code="get_kv_config", response_code=unsupported) == 1
     assert value(s, rpc, request_code="4242", response_code=unsupported) == 1
@@ -148,7 +148,7 @@ def test_ready_messages_and_queueing_latency(dev: DevServer) -> None:
         assert value(s, "rocketmq_consumer_ready_messages", **lag) == 4
         assert value(s, "rocketmq_consumer_lag_messages", **lag) == 4
         assert value(s, "rocketmq_consumer_inflight_messages", **lag) == 0
-        queueing = value(s, "rocketmq_consumer_queueing_latency", **lag)
+        queueing = value(s, "rocketmq_consumer_queueing_latency_milliseconds", **lag)
         assert queueing is not None and queueing >= 250, "age of the oldest message not pulled"
 
         # A consumer whose listener holds the messages: pulled (in flight), no longer ready.
@@ -172,7 +172,7 @@ def test_ready_messages_and_queueing_latency(dev: DevServer) -> None:
             assert wait_until(pulled, timeout=20)
             s = scrape(dev)
             assert value(s, "rocketmq_consumer_lag_messages", **lag) == 4
-            assert value(s, "rocketmq_consumer_queueing_latency", **lag) == 0
+            assert value(s, "rocketmq_consumer_queueing_latency_milliseconds", **lag) == 0
         finally:
             release.set()
             c.shutdown()
@@ -213,13 +213,15 @@ def test_transactions_creations_and_storage(dev: DevServer) -> None:
 
     assert wait_until(ended, timeout=10), "END_TRANSACTION is oneway: counted when handled"
     s = scrape(dev)
-    assert value(s, "rocketmq_finish_message_latency_count", topic=topic) == 1
-    assert value(s, "rocketmq_finish_message_latency_bucket", topic=topic, le="5.0") == 1
-    created = "rocketmq_topic_create_execution_time_count"
+    assert value(s, "rocketmq_finish_message_latency_milliseconds_count", topic=topic) == 1
+    assert (
+        value(s, "rocketmq_finish_message_latency_milliseconds_bucket", topic=topic, le="5.0") == 1
+    )
+    created = "rocketmq_topic_create_execution_time_milliseconds_count"
     ok = value(s, created, invocation_status="success", is_system="false")
     assert ok is not None and ok >= 1
     assert value(s, created, invocation_status="failure", is_system="false") == 1
-    groups = value(s, "rocketmq_consumer_group_create_execution_time_count")
+    groups = value(s, "rocketmq_consumer_group_create_execution_time_milliseconds_count")
     assert groups is not None and groups >= 1
-    reserve = value(s, "rocketmq_storage_message_reserve_time")
+    reserve = value(s, "rocketmq_storage_message_reserve_time_milliseconds")
     assert reserve is not None and reserve >= 0

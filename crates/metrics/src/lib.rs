@@ -4,7 +4,7 @@
 //!
 //! - [`config`]: the exporter keys and their values.
 //! - [`exporter`]: the HTTP endpoint that renders a registry on each scrape.
-//! - [`rpc`]: `rocketmq_rpc_latency`, fed by the remoting layer's request observer.
+//! - [`rpc`]: `rocketmq_rpc_latency_milliseconds`, fed by the remoting layer's request observer.
 //! - [`process`]: the usual `process_*` metrics, read from `/proc` at scrape time.
 //! - [`collect`]: writing gauges computed at scrape time (lag, sizes, connections).
 //!

@@ -1,4 +1,4 @@
-//! `rocketmq_rpc_latency`: a histogram of request handling time in milliseconds, labelled as
+//! `rocketmq_rpc_latency_milliseconds`: a histogram of request handling time in milliseconds, labelled as
 //! RocketMQ 5.x's remoting layer labels it (`protocol_type`, `request_code`, `response_code`,
 //! `is_long_polling`, `result`) with its buckets (1, 3, 5, 7, 10, 100 ms, 1, 2, 3 s).
 //!
@@ -39,11 +39,11 @@ pub struct RpcMetrics {
 }
 
 impl RpcMetrics {
-    /// A histogram registered as `rocketmq_rpc_latency` in `registry`.
+    /// A histogram registered as `rocketmq_rpc_latency_milliseconds` in `registry`.
     pub fn register(registry: &mut Registry) -> RpcMetrics {
         let latency = Family::new_with_constructor(histogram as fn() -> Histogram);
         registry.register(
-            "rocketmq_rpc_latency",
+            "rocketmq_rpc_latency_milliseconds",
             "Request handling time in milliseconds, by request and response code",
             latency.clone(),
         );
@@ -99,24 +99,26 @@ mod tests {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         assert!(
-            text.contains("# TYPE rocketmq_rpc_latency histogram"),
+            text.contains("# TYPE rocketmq_rpc_latency_milliseconds histogram"),
             "{text}"
         );
         let labels = r#"protocol_type="remoting",request_code="send_message_v2",response_code="success",is_long_polling="false",result="success""#;
         assert!(
-            text.contains(&format!("rocketmq_rpc_latency_count{{{labels}}} 3")),
+            text.contains(&format!(
+                "rocketmq_rpc_latency_milliseconds_count{{{labels}}} 3"
+            )),
             "{text}"
         );
         assert!(
             text.contains(&format!(
-                "rocketmq_rpc_latency_bucket{{le=\"3.0\",{labels}}} 2"
+                "rocketmq_rpc_latency_milliseconds_bucket{{le=\"3.0\",{labels}}} 2"
             )),
             "{text}"
         );
         let unnamed = r#"request_code="123456",response_code="4321",is_long_polling="false",result="process_request_failed""#;
         assert!(
             text.contains(&format!(
-                "rocketmq_rpc_latency_count{{protocol_type=\"remoting\",{unnamed}}} 1"
+                "rocketmq_rpc_latency_milliseconds_count{{protocol_type=\"remoting\",{unnamed}}} 1"
             )),
             "{text}"
         );

@@ -1,6 +1,6 @@
-//! The name server's metrics: request latency (`rocketmq_rpc_latency`), the route table's
-//! size (`rocketmq_topic_number`, `rocketmq_broker_number`) and the process metrics, with the
-//! constant labels `node_type="namesrv"` and `metricsLabel`'s pairs.
+//! The name server's metrics: request latency (`rocketmq_rpc_latency_milliseconds`), the route
+//! table's size (`rocketmq_topic_number`, `rocketmq_broker_number`) and the process metrics, with
+//! the constant labels `node_type="namesrv"` and `metricsLabel`'s pairs.
 
 use std::sync::{Arc, Weak};
 

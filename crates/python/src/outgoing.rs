@@ -25,6 +25,11 @@ use rocketpy_protocol::message::properties::keys;
 ///         ``\x01``/``\x02`` (sending such a message raises ``InvalidArgumentError``).
 ///     flag: an application-defined integer stored with the message.
 ///     delay_level: deliver after the broker's delay level N (1 = 1 s ... 18 = 2 h); 0 = now.
+///     delivery_timestamp: deliver at this time (ms since the epoch; RocketMQ 5.x timer
+///         messages: any time up to the broker's ``timerMaxDelaySec`` ahead). Not with
+///         ``delay_level`` (one delay) nor ``message_group`` (5.x: FIFO or delayed, not both).
+///     message_group: the 5.x FIFO message group: the producer sends every message of a
+///         group to the same queue, so consumers see a group's messages in send order.
 #[pyclass(module = "rocketpy._native", subclass)]
 pub struct Message {
     topic: Py<PyString>,
@@ -104,6 +109,24 @@ impl Message {
     }
 }
 
+/// A message given both delays: which one wins would be a guess (RocketMQ's broker takes the
+/// delay level), so the message is refused.
+fn both_delays() -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(
+        "a message has delay_level or delivery_timestamp, not both: keep delivery_timestamp \
+         to deliver at any time, or delay_level for one of the broker's delay levels",
+    )
+}
+
+/// A message both grouped and timed: RocketMQ 5.x refuses it (a FIFO group's order cannot
+/// hold while one of its messages waits in the timer).
+fn grouped_and_timed() -> PyErr {
+    pyo3::exceptions::PyValueError::new_err(
+        "a message has message_group or delivery_timestamp, not both (RocketMQ 5.x: a message \
+         is FIFO or delayed): keep message_group for ordering, or delivery_timestamp for a delay",
+    )
+}
+
 /// What `__getnewargs_ex__` returns: positional arguments (topic, body) and keywords.
 type NewArgs<'py> = ((Py<PyString>, Py<PyBytes>), Bound<'py, PyDict>);
 
@@ -135,7 +158,7 @@ fn to_bytes<'py>(body: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
 #[pymethods]
 impl Message {
     #[new]
-    #[pyo3(signature = (topic, body, tags=None, keys=None, properties=None, *, flag=0, delay_level=0))]
+    #[pyo3(signature = (topic, body, tags=None, keys=None, properties=None, *, flag=0, delay_level=0, delivery_timestamp=None, message_group=None))]
     #[allow(clippy::too_many_arguments)] // mirrors the Python signature
     fn new(
         py: Python<'_>,
@@ -146,6 +169,8 @@ impl Message {
         properties: Option<&Bound<'_, PyAny>>,
         flag: i32,
         delay_level: i64,
+        delivery_timestamp: Option<i64>,
+        message_group: Option<&str>,
     ) -> PyResult<Self> {
         let mut m = Message {
             topic: topic.unbind(),
@@ -164,6 +189,12 @@ impl Message {
         }
         if delay_level != 0 {
             m.set_delay_level(py, delay_level)?;
+        }
+        if delivery_timestamp.is_some() {
+            m.set_delivery_timestamp(py, delivery_timestamp)?;
+        }
+        if message_group.is_some() {
+            m.set_message_group(py, message_group)?;
         }
         Ok(m)
     }
@@ -263,8 +294,67 @@ impl Message {
 
     #[setter]
     fn set_delay_level(&mut self, py: Python<'_>, level: i64) -> PyResult<()> {
+        if level > 0 && self.get(py, keys::TIMER_DELIVER_MS)?.is_some() {
+            return Err(both_delays());
+        }
         let value = (level > 0).then(|| level.to_string());
         self.set(py, keys::DELAY_TIME_LEVEL, value.as_deref())
+    }
+
+    /// When the broker delivers the message (ms since the epoch; RocketMQ 5.x's timer
+    /// property ``TIMER_DELIVER_MS``), or None: at once.
+    #[getter]
+    fn delivery_timestamp(&self, py: Python<'_>) -> PyResult<Option<i64>> {
+        match self.get(py, keys::TIMER_DELIVER_MS)? {
+            Some(v) => v.trim().parse().map(Some).map_err(|_| {
+                pyo3::exceptions::PyValueError::new_err(format!(
+                    "delivery timestamp {v:?} is not a number"
+                ))
+            }),
+            None => Ok(None),
+        }
+    }
+
+    #[setter]
+    fn set_delivery_timestamp(&mut self, py: Python<'_>, at: Option<i64>) -> PyResult<()> {
+        let Some(at) = at else {
+            return self.set(py, keys::TIMER_DELIVER_MS, None);
+        };
+        if at < 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "delivery_timestamp {at} is before the epoch: give milliseconds since the epoch"
+            )));
+        }
+        if self.delay_level(py)? > 0 {
+            return Err(both_delays());
+        }
+        if self.get(py, keys::SHARDING_KEY)?.is_some() {
+            return Err(grouped_and_timed());
+        }
+        self.set(py, keys::TIMER_DELIVER_MS, Some(&at.to_string()))
+    }
+
+    /// The 5.x FIFO message group (the ``__SHARDINGKEY`` property RocketMQ's 5.x proxy
+    /// sets), or None. A producer sends a group's messages to one queue, in order.
+    #[getter]
+    fn message_group(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        self.get(py, keys::SHARDING_KEY)
+    }
+
+    #[setter]
+    fn set_message_group(&mut self, py: Python<'_>, group: Option<&str>) -> PyResult<()> {
+        if let Some(g) = group {
+            // The 5.x client's rule: a group is not blank.
+            if g.trim().is_empty() {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "message_group is blank: give a name, or None for no group",
+                ));
+            }
+            if self.get(py, keys::TIMER_DELIVER_MS)?.is_some() {
+                return Err(grouped_and_timed());
+            }
+        }
+        self.set(py, keys::SHARDING_KEY, group)
     }
 
     /// For pickle and copy: the constructor's arguments.

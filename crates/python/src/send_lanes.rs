@@ -54,7 +54,8 @@ pub struct Outgoing<'py> {
 impl<'py> Outgoing<'py> {
     /// `message` (a `rocketpy.Message`) in wire form, taking a new unique id from `ids`
     /// unless it has one; None when it cannot go as it is: an empty body, a body that is
-    /// not `bytes`, or one over `compress_over` bytes (Python compresses it).
+    /// not `bytes`, one over `compress_over` bytes (Python compresses it), or a message of a
+    /// message group (Python picks the group's queue).
     pub fn read(
         message: &Bound<'py, PyAny>,
         ids: &UniqueIds,
@@ -101,7 +102,18 @@ impl<'py> Outgoing<'py> {
                 uniq = Some(v.to_owned());
                 continue;
             }
-            delayed |= k == keys::DELAY_TIME_LEVEL;
+            if k == keys::SHARDING_KEY {
+                // A message group names its queue (the producer's `_choose`), not the next lane.
+                return Ok(None);
+            }
+            // Batch requests deliver at once whatever timer property their messages carry.
+            delayed |= matches!(
+                k,
+                keys::DELAY_TIME_LEVEL
+                    | keys::TIMER_DELIVER_MS
+                    | keys::TIMER_DELAY_SEC
+                    | keys::TIMER_DELAY_MS
+            );
             properties::check(k, v).map_err(errors::InvalidArgumentError::new_err)?;
             properties::push(&mut out, k, v);
         }

@@ -95,8 +95,11 @@ class Preparing(ProducerState):
         for m in msgs:
             if m.topic != topic:
                 raise ClientError(f"a batch must have one topic: {topic!r} and {m.topic!r}")
-            if m.delay_level > 0:
+            if m.delay_level > 0 or m.delivery_timestamp is not None:
                 raise ClientError("delayed messages are not supported by batch sends")
+            if m.message_group is not None:
+                # A batch goes to one queue: the group's queue is chosen per message by send().
+                raise ClientError("messages with a message_group are sent alone: use send()")
             check_body(m.body, self.max_message_size)
             props = dict(m.properties)
             uniq = props.get(Property.UNIQ_KEY) or unique_ids.next()

@@ -12,7 +12,11 @@ from rocketpy.errors import ClientError, RocketpyError
 from rocketpy.message import Message, MessageQueue
 from rocketpy.metrics import METRICS
 from rocketpy.producer._prepare import Prepared, Preparing
-from rocketpy.producer._selectors import MessageQueueSelector
+from rocketpy.producer._selectors import (
+    MessageQueueSelector,
+    message_group_of,
+    select_by_message_group,
+)
 from rocketpy.protocol import AUTO_CREATE_TOPIC_KEY
 
 
@@ -116,7 +120,8 @@ class Routing(Preparing):
         arg: object,
         msg: Message | None,
     ) -> MessageQueue | None:
-        """A fixed queue (given or selected), or None to let the retry loop pick."""
+        """A fixed queue (given, selected, or its message group's), or None to let the retry
+        loop pick."""
         if queue is not None:
             return queue
         if selector is not None:
@@ -127,4 +132,8 @@ class Routing(Preparing):
                     f"the selector chose {chosen}, which is not a queue of {prepared.topic!r}"
                 )
             return chosen
+        group = message_group_of(msg)
+        if group is not None:
+            # One queue per group, kept on failure (no retry elsewhere): the group's order.
+            return select_by_message_group(self.message_queues(prepared.topic), group)
         return None

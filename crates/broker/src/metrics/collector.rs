@@ -211,7 +211,7 @@ impl Collector for BrokerCollector {
         };
         gauge_family(
             e,
-            "rocketmq_consumer_lag_latency",
+            "rocketmq_consumer_lag_latency_milliseconds",
             "Consumer lag time in milliseconds (age of the oldest unconsumed message)",
             lags.iter()
                 .map(|((t, g), lag)| (lag_labels(t, g), age(lag.oldest_unconsumed_ms))),
@@ -225,7 +225,7 @@ impl Collector for BrokerCollector {
         )?;
         gauge_family(
             e,
-            "rocketmq_consumer_queueing_latency",
+            "rocketmq_consumer_queueing_latency_milliseconds",
             "Consumer queueing time in milliseconds (age of the oldest message not pulled yet)",
             lags.iter()
                 .map(|((t, g), lag)| (lag_labels(t, g), age(lag.oldest_unpulled_ms))),
@@ -242,7 +242,7 @@ impl Collector for BrokerCollector {
         if let Ok((total, avail)) = broker.store.disk_space() {
             gauge(
                 e,
-                "rocketmq_storage_size",
+                "rocketmq_storage_size_bytes",
                 "Broker storage size in bytes (used space of the store's disk)",
                 i64::try_from(total.saturating_sub(avail)).unwrap_or(i64::MAX),
             )?;
@@ -252,7 +252,7 @@ impl Collector for BrokerCollector {
         if let Some(earliest) = broker.store.earliest_message_time().filter(|t| *t > 0) {
             gauge(
                 e,
-                "rocketmq_storage_message_reserve_time",
+                "rocketmq_storage_message_reserve_time_milliseconds",
                 "Broker message reserve time in milliseconds (age of the oldest stored message)",
                 (now - earliest).max(0),
             )?;

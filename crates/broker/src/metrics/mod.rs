@@ -52,7 +52,7 @@ struct DlqLabels {
     is_system: bool,
 }
 
-/// RocketMQ 5.x's buckets of `rocketmq_finish_message_latency`, in seconds (its unit says
+/// RocketMQ 5.x's buckets of `rocketmq_finish_message_latency_milliseconds`, in seconds (its unit says
 /// ms, but the value recorded is `(now - born) / 1000`): 5 s, 1 min, 10 min, 1 h, 12 h, 24 h.
 const FINISH_LATENCY_BUCKETS_S: [f64; 6] = [5.0, 60.0, 600.0, 3600.0, 43_200.0, 86_400.0];
 
@@ -177,17 +177,17 @@ impl BrokerMetrics {
             m.rollbacks.clone(),
         );
         registry.register(
-            "rocketmq_finish_message_latency",
+            "rocketmq_finish_message_latency_milliseconds",
             "Transaction finish latency (seconds from the half message's birth to its commit)",
             m.finish_latency.clone(),
         );
         registry.register(
-            "rocketmq_topic_create_execution_time",
+            "rocketmq_topic_create_execution_time_milliseconds",
             "The distribution of create topic time in milliseconds",
             m.topic_create_time.clone(),
         );
         registry.register(
-            "rocketmq_consumer_group_create_execution_time",
+            "rocketmq_consumer_group_create_execution_time_milliseconds",
             "The distribution of create subscription time in milliseconds",
             m.group_create_time.clone(),
         );

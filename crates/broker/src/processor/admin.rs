@@ -20,7 +20,7 @@ use crate::topic_config::is_reserved_topic;
 pub const MAX_QUEUE_NUMS: i32 = 1024;
 
 /// Creates or updates a topic and re-registers with the name servers; timed for
-/// `rocketmq_topic_create_execution_time`.
+/// `rocketmq_topic_create_execution_time_milliseconds`.
 pub fn update_and_create_topic(
     broker: &Arc<BrokerInner>,
     _: &Arc<Connection>,

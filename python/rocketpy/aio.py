@@ -35,9 +35,9 @@ log = logging.getLogger("rocketpy.transaction")
 class AsyncProducer:
     """:class:`rocketpy.Producer` for asyncio code; takes the same arguments.
 
-    Example::
+    Example (the name servers from ``$NAMESRV_ADDR``)::
 
-        async with AsyncProducer("my-group", "127.0.0.1:9876") as producer:
+        async with AsyncProducer("my-group") as producer:
             result = await producer.send(Message("TopicTest", b"hello"))
     """
 
@@ -130,7 +130,7 @@ class AsyncTransactionProducer:
                 found = msg.keys in self.paid
                 return LocalTransactionState.COMMIT_MESSAGE if found else LocalTransactionState.UNKNOW
 
-        async with AsyncTransactionProducer("orders-tx", "127.0.0.1:9876", Orders()) as producer:
+        async with AsyncTransactionProducer("orders-tx", listener=Orders()) as producer:
             msg = Message("Orders", b"paid", keys="order-42")
             await producer.send_message_in_transaction(msg, "order-42")
     """
@@ -201,9 +201,9 @@ class AsyncConsumer:
     expression raises at the call) and applied by the next :meth:`poll` in its worker thread,
     since applying one asks the brokers and would block the event loop.
 
-    Example::
+    Example (the name servers from ``$NAMESRV_ADDR``)::
 
-        async with AsyncConsumer("my-group", "127.0.0.1:9876") as consumer:
+        async with AsyncConsumer("my-group") as consumer:
             consumer.subscribe("TopicTest")
             async for msg in consumer:
                 print(msg.topic, msg.body)

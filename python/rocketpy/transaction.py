@@ -20,7 +20,7 @@ Example (a set stands for the application's database)::
             found = msg.keys in self.paid
             return LocalTransactionState.COMMIT_MESSAGE if found else LocalTransactionState.UNKNOW
 
-    with TransactionProducer("orders-tx", "127.0.0.1:9876", Orders()) as producer:
+    with TransactionProducer("orders-tx", listener=Orders()) as producer:
         msg = Message("Orders", b"paid", keys="order-42")
         print(producer.send_message_in_transaction(msg, "order-42").local_transaction_state)
 """
@@ -127,7 +127,7 @@ class TransactionProducer(Producer):
     Args:
         group: the producer group. Every producer of the group must be able to answer
             checks for the group's transactions (the broker asks any live one).
-        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        namesrv_addr: name servers, ``host:port`` separated by ``;``. Default: ``$NAMESRV_ADDR``.
         listener: runs and checks local transactions (:class:`TransactionListener`).
         check_thread_pool_max: threads answering the broker's checks.
         check_request_hold_max: checks queued at most; more are dropped (the broker asks

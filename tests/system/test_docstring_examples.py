@@ -2,10 +2,10 @@
 
 An example is read as doctest reads one: in the context of its module (its globals, and
 rocketpy's public names, which every example assumes), so ``Message`` needs no import line;
-examples may ``await`` at the top level (``python -m asyncio``). The examples name the
-address of ``make run``'s name server, 127.0.0.1:9876, as RocketMQ's documentation does: the
-test serves them a ``rocketpy dev`` there, and is skipped, saying so, when that port is
-taken (a developer's ``make run``). Doctests (``>>>``) are checked with their output.
+examples may ``await`` at the top level (``python -m asyncio``). The examples' clients take
+their name servers from ``$NAMESRV_ADDR``, as RocketMQ's clients do when none is given: the
+test serves them a ``rocketpy dev`` on free ports and sets that variable. Doctests (``>>>``)
+are checked with their output.
 
 What an example leaves to the reader (a value it names) is given by :data:`GIVEN`, what it
 needs from before it (messages to read) by :data:`SETUP`, each with why; an example that
@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from examples import ROOT, DocExample, docstring_examples, run_example
-from servers import ServerProcess, dev
+from servers import dev
 
 PACKAGE = ROOT / "python" / "rocketpy"
-#: The address the docstrings name.
-DOCUMENTED_NAMESRV = ("127.0.0.1", 9876)
 
 #: Values an example names and leaves to the reader, by example id.
 GIVEN = {
@@ -41,7 +38,7 @@ _FEED = """
 import threading as _threading
 
 def _feed():
-    with Producer("docstring-feed", "127.0.0.1:9876") as _p:
+    with Producer("docstring-feed") as _p:
         while True:
             _p.send(Message("TopicTest", b"fed by the test"))
             _threading.Event().wait(0.2)
@@ -61,24 +58,12 @@ NOT_RUN: dict[str, str] = {}
 EXAMPLES = docstring_examples(PACKAGE)
 
 
-def _port_free(addr: tuple[str, int]) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(addr)
-        except OSError:
-            return False
-    return True
-
-
 @pytest.fixture(scope="module")
-def documented_namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """``rocketpy dev`` with its name server at the documented 127.0.0.1:9876 (broker on a
-    free port)."""
-    if not _port_free(DOCUMENTED_NAMESRV):
-        pytest.skip("127.0.0.1:9876, the address the docstrings name, is taken (make run?)")
+def namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``rocketpy dev`` on free ports: its name server's address."""
     store = tmp_path_factory.mktemp("docstrings") / "store"
-    server = dev(store, "--namesrv-port", str(DOCUMENTED_NAMESRV[1])).start()
-    yield server
+    server = dev(store).start()
+    yield server.namesrv
     assert server.stop() == 0, server.text()
 
 
@@ -96,11 +81,16 @@ def test_doctest(example: DocExample) -> None:
 
 
 @pytest.mark.parametrize("example", [e for e in EXAMPLES if not e.doctest], ids=lambda e: e.id)
-def test_example_runs(
-    example: DocExample, documented_namesrv: ServerProcess, tmp_path: Path
-) -> None:
+def test_example_runs(example: DocExample, namesrv: str, tmp_path: Path) -> None:
     if example.id in NOT_RUN:
         pytest.skip(NOT_RUN[example.id])
     setup = GIVEN.get(example.id, "") + SETUP.get(example.id, "")
-    done = run_example(example.text, module=example.module, setup=setup, cwd=tmp_path, timeout=30)
+    done = run_example(
+        example.text,
+        module=example.module,
+        setup=setup,
+        cwd=tmp_path,
+        env={"NAMESRV_ADDR": namesrv},
+        timeout=30,
+    )
     assert done.returncode == 0, f"{example.id} failed (exit {done.returncode}):\n{done.stdout}"

@@ -19,7 +19,7 @@ from rocketpy.admin.types import (
     TopicOffset,
 )
 from rocketpy.client.instance import check
-from rocketpy.client.namesrv import invoke_in_turn
+from rocketpy.client.namesrv import invoke_in_turn, namesrv_addrs
 from rocketpy.client.route import TopicRouteData
 from rocketpy.consumer.model import Subscription
 from rocketpy.credentials import SessionCredentials, credentials_of
@@ -45,7 +45,7 @@ class Admin:
     """Administration client.
 
     Args:
-        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        namesrv_addr: name servers, ``host:port`` separated by ``;``. Default: ``$NAMESRV_ADDR``.
         timeout_ms: per-request timeout.
         credentials: the ACL account requests are signed with (``aclEnable`` servers;
             changes need an admin account); or ``access_key`` / ``secret_key``.
@@ -55,7 +55,7 @@ class Admin:
 
     def __init__(
         self,
-        namesrv_addr: str,
+        namesrv_addr: str = "",
         timeout_ms: int = 5000,
         *,
         credentials: SessionCredentials | None = None,
@@ -64,9 +64,7 @@ class Admin:
         tls: bool | TlsOptions = False,
         tls_ca_file: str | None = None,
     ) -> None:
-        self._namesrv = [a.strip() for a in namesrv_addr.split(";") if a.strip()]
-        if not self._namesrv:
-            raise ClientError("namesrv_addr is empty")
+        self._namesrv = namesrv_addrs(namesrv_addr)
         self._timeout = timeout_ms
         account = credentials_of(credentials, access_key, secret_key)
         tls_options = tls_of(tls, tls_ca_file)

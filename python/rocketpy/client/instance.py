@@ -28,7 +28,7 @@ from rocketpy._native import (
     release_free_memory,
 )
 from rocketpy._util import current_pid, json_body, local_ip, mq_table
-from rocketpy.client.namesrv import invoke_in_turn
+from rocketpy.client.namesrv import invoke_in_turn, namesrv_addrs
 from rocketpy.client.route import TopicPublishInfo, TopicRouteData, publish_info, subscribe_queues
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.credentials import SessionCredentials
@@ -48,7 +48,8 @@ class ClientConfig:
     """Settings shared by a client instance (RocketMQ's ``ClientConfig`` names in snake case).
 
     Attributes:
-        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        namesrv_addr: name servers, ``host:port`` separated by ``;``; empty: the environment
+            variable ``NAMESRV_ADDR``, as RocketMQ's clients read it.
         instance_name: part of the client id (``ip@instance_name``); clients with the same
             name in one process share one instance. Default: the process id.
         poll_name_server_interval_ms: route refresh period.
@@ -61,7 +62,7 @@ class ClientConfig:
             enforcing), see :class:`rocketpy.TlsOptions`.
     """
 
-    namesrv_addr: str
+    namesrv_addr: str = ""
     instance_name: str | None = None
     poll_name_server_interval_ms: int = 30_000
     heartbeat_broker_interval_ms: int = 30_000
@@ -72,11 +73,8 @@ class ClientConfig:
     tls: TlsOptions | None = None
 
     def namesrv_list(self) -> list[str]:
-        """The name server addresses."""
-        addrs = [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
-        if not addrs:
-            raise ClientError("namesrv_addr is empty: give at least one name server host:port")
-        return addrs
+        """The name server addresses (``$NAMESRV_ADDR`` when ``namesrv_addr`` is empty)."""
+        return namesrv_addrs(self.namesrv_addr)
 
 
 class ProducerLike(Protocol):

@@ -11,6 +11,7 @@ naming what it is, because no retry can make it answer.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from collections.abc import Callable, Sequence
 
@@ -42,6 +43,20 @@ _HINT = (
 _warned: set[str] = set()
 
 _H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def namesrv_addrs(given: str | None) -> list[str]:
+    """The name servers of ``given`` (``host:port`` separated by ``;``), or of the environment
+    variable ``NAMESRV_ADDR`` when ``given`` is empty — where RocketMQ's clients and mqadmin
+    look when no address is configured. Raises :class:`ConfigError` when both are empty."""
+    text = given or os.environ.get("NAMESRV_ADDR", "")
+    addrs = [a.strip() for a in text.split(";") if a.strip()]
+    if not addrs:
+        raise ConfigError(
+            "no name server: give namesrv_addr (host:port, ';' between several) or set the "
+            "NAMESRV_ADDR environment variable"
+        )
+    return addrs
 
 
 def answers_http2(addr: str, timeout: float = 1.0) -> bool:

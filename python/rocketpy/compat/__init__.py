@@ -2,10 +2,12 @@
 ``rocketmq-client-python``, a wrapper of the C++ client) on rocketpy's producers and
 consumers, so 2.x code runs by changing its import::
 
+    import os
+
     from rocketpy.compat import Producer, Message   # was: from rocketmq.client import ...
 
     producer = Producer("PID-XXX")
-    producer.set_name_server_address("127.0.0.1:9876")
+    producer.set_name_server_address(os.environ.get("NAMESRV_ADDR", "127.0.0.1:9876"))
     producer.start()
     msg = Message("YOUR-TOPIC")
     msg.set_keys("XXX")

@@ -33,7 +33,7 @@ class LitePullConsumer(ConsumerBase):
 
     Args:
         group: the consumer group.
-        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        namesrv_addr: name servers, ``host:port`` separated by ``;``. Default: ``$NAMESRV_ADDR``.
         auto_commit: commit consumed offsets periodically.
         auto_commit_interval_ms: the period.
         pull_threshold_for_all: background pulls pause while this many messages are buffered.
@@ -45,9 +45,9 @@ class LitePullConsumer(ConsumerBase):
     and assigns them), so ``with LitePullConsumer(...) as consumer:`` — which starts it — can
     subscribe inside; :meth:`poll` with neither is refused.
 
-    Example::
+    Example (the name servers from ``$NAMESRV_ADDR``)::
 
-        with LitePullConsumer("my-group", "127.0.0.1:9876") as consumer:
+        with LitePullConsumer("my-group") as consumer:
             consumer.subscribe("TopicTest", "*")
             for msg in consumer.poll(timeout_ms=3000):
                 print(msg.topic, msg.queue_offset, msg.body)

@@ -62,7 +62,7 @@ class PushConsumer(ConsumerBase):
 
     Args:
         group: the consumer group.
-        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        namesrv_addr: name servers, ``host:port`` separated by ``;``. Default: ``$NAMESRV_ADDR``.
         message_model: ``CLUSTERING`` (share queues, offsets on brokers) or ``BROADCASTING``
             (every member gets everything, offsets in a local file).
         consume_from_where: where a group with no committed offset starts.
@@ -83,9 +83,9 @@ class PushConsumer(ConsumerBase):
         credentials: the ACL account requests are signed with (``aclEnable`` servers); or
             ``access_key`` / ``secret_key``.
 
-    Example::
+    Example (the name servers from ``$NAMESRV_ADDR``)::
 
-        consumer = PushConsumer("my-group", "127.0.0.1:9876")
+        consumer = PushConsumer("my-group")
         consumer.subscribe("TopicTest", "*")
         consumer.register_listener(lambda msgs: ConsumeStatus.CONSUME_SUCCESS)
         consumer.start()

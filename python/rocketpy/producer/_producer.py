@@ -35,7 +35,7 @@ class Producer(NativeSends):
 
     Args:
         group: the producer group.
-        namesrv_addr: name servers, ``host:port`` separated by ``;``.
+        namesrv_addr: name servers, ``host:port`` separated by ``;``. Default: ``$NAMESRV_ADDR``.
         send_timeout_ms: time allowed for one send, retries included.
         retry_times_when_send_failed: extra attempts of a failed synchronous send, each on
             another broker when there is one.
@@ -62,9 +62,10 @@ class Producer(NativeSends):
             :meth:`send_async` waits (``totalBatchMaxBytes``): the back-pressure that keeps a
             producer faster than its brokers from holding unbounded memory.
 
-    Example::
+    Example (the name servers from ``$NAMESRV_ADDR``; or give them:
+    ``Producer("my-group", "127.0.0.1:9876")``)::
 
-        with Producer("my-group", "127.0.0.1:9876") as producer:
+        with Producer("my-group") as producer:
             result = producer.send(Message("TopicTest", b"hello", tags="TagA"))
             producer.send(Message("Orders", b"paid"), selector=select_by_hash, arg=order_id)
             future = producer.send_async(Message("TopicTest", b"later"))

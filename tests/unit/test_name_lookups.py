@@ -1,7 +1,10 @@
-"""The one reading of the name servers' cluster table, shared by clusterList, the admin's
-master look-up (updateTopic -c, updateSubGroup -c) and the message-id look-up."""
+"""Where clients find name servers (the argument, else ``$NAMESRV_ADDR``) and brokers (the one
+reading of the name servers' cluster table, shared by clusterList, the admin's master look-up
+and the message-id look-up)."""
 
 from __future__ import annotations
+
+import pytest
 
 from rocketpy.admin.cluster_table import BrokerEntry, broker_entries, masters
 
@@ -32,3 +35,15 @@ def test_masters_of_a_cluster_are_those_clusterlist_shows_with_id_0():
     assert masters(broker_entries(INFO)) == ["10.0.0.1:10911", "10.0.0.4:10911", "10.0.0.5:10911"]
     assert masters(broker_entries(INFO, "nope")) == []
     assert broker_entries({}) == []
+
+
+def test_name_servers_come_from_the_argument_or_namesrv_addr(monkeypatch):
+    from rocketpy.client.namesrv import namesrv_addrs
+    from rocketpy.errors import ConfigError
+
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.9:9876; 10.0.0.8:9876")
+    assert namesrv_addrs("a:1;b:2") == ["a:1", "b:2"]
+    assert namesrv_addrs("") == ["10.0.0.9:9876", "10.0.0.8:9876"]  # as RocketMQ's clients
+    monkeypatch.delenv("NAMESRV_ADDR")
+    with pytest.raises(ConfigError, match="NAMESRV_ADDR"):
+        namesrv_addrs(None)

@@ -141,6 +141,59 @@ codes! {
     }
 }
 
+/// Codes of RocketMQ 5.x's controller mode (`RequestCode` / `ResponseCode`, issue 43), used by
+/// `rocketpy-controller`. They stay out of [`request`] and [`response`] on purpose: those tables
+/// list the codes rocketpy serves, and Python's copy must equal them; a code moves there when a
+/// server answers it on the wire. The values must match RocketMQ's (their names are in
+/// [`crate::code_names`]).
+pub mod controller {
+    codes! {
+        /// Request codes of the controller and of the brokers in controller mode.
+        request {
+            /// A broker's heartbeat to every controller (liveness, epoch, offsets, priority).
+            BROKER_HEARTBEAT = 904,
+            CONTROLLER_ALTER_SYNC_STATE_SET = 1001,
+            CONTROLLER_ELECT_MASTER = 1002,
+            CONTROLLER_REGISTER_BROKER = 1003,
+            CONTROLLER_GET_REPLICA_INFO = 1004,
+            CONTROLLER_GET_METADATA_INFO = 1005,
+            CONTROLLER_GET_SYNC_STATE_DATA = 1006,
+            /// Asked of a broker, not of a controller.
+            GET_BROKER_EPOCH_CACHE = 1007,
+            /// Controller → broker, oneway.
+            NOTIFY_BROKER_ROLE_CHANGED = 1008,
+            UPDATE_CONTROLLER_CONFIG = 1009,
+            GET_CONTROLLER_CONFIG = 1010,
+            CLEAN_BROKER_DATA = 1011,
+            CONTROLLER_GET_NEXT_BROKER_ID = 1012,
+            CONTROLLER_APPLY_BROKER_ID = 1013,
+        }
+    }
+
+    codes! {
+        /// Response codes of the controller (2015 and 2016 are jRaft mode's own).
+        response {
+            CONTROLLER_FENCED_MASTER_EPOCH = 2000,
+            CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001,
+            CONTROLLER_INVALID_MASTER = 2002,
+            CONTROLLER_INVALID_REPLICAS = 2003,
+            CONTROLLER_MASTER_NOT_AVAILABLE = 2004,
+            CONTROLLER_INVALID_REQUEST = 2005,
+            CONTROLLER_BROKER_NOT_ALIVE = 2006,
+            CONTROLLER_NOT_LEADER = 2007,
+            CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008,
+            CONTROLLER_INVALID_CLEAN_BROKER_METADATA = 2009,
+            CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010,
+            CONTROLLER_MASTER_STILL_EXIST = 2011,
+            CONTROLLER_ELECT_MASTER_FAILED = 2012,
+            CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013,
+            CONTROLLER_BROKER_ID_INVALID = 2014,
+            CONTROLLER_JRAFT_INTERNAL_ERROR = 2015,
+            CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS = 2016,
+        }
+    }
+}
+
 /// `LanguageCode` as carried in headers: a name in JSON headers, a byte in ROCKETMQ headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LanguageCode {

@@ -13,6 +13,7 @@ pub mod consume_queue;
 pub mod consume_queue_ext;
 pub mod delay;
 pub mod dispatch;
+pub mod epoch_cache;
 pub mod error;
 pub mod filter;
 pub mod flush;

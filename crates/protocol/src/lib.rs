@@ -7,6 +7,7 @@
 //! - [`body`]: the JSON bodies (routes, topic configs, heartbeats), read as fastjson writes them.
 //! - [`message`]: the CommitLog record (also the PULL_MESSAGE body), properties, Java's
 //!   string hash.
+//! - [`ha_autoswitch`]: the HA frames of controller mode (5.x), on the broker's HA port.
 //! - [`topic`]: the topic-name rule.
 //! - [`clock`]: the one definition of "now".
 //! - [`limits`]: the bounds every reader checks before it builds anything from its input.
@@ -23,6 +24,7 @@ pub mod config;
 pub mod error;
 pub mod flag;
 pub mod frame;
+pub mod ha_autoswitch;
 pub mod header;
 pub mod header_binary;
 pub mod header_json;

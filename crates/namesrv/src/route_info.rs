@@ -133,6 +133,25 @@ impl RouteInfoManager {
         // The same address under another id means the broker changed role (slave -> master).
         data.broker_addrs
             .retain(|id, addr| !(*addr == reg.broker_addr && *id != reg.broker_id));
+        // Another live address under this id with a newer state version (controller mode:
+        // the master epoch) wins: a deposed master cannot take id 0 back from the new one
+        // (RocketMQ's RouteInfoManager; the rejected address is dropped from the live table).
+        if let Some(old) = data.broker_addrs.get(&reg.broker_id).cloned() {
+            let newer = t.live.get(&old).is_some_and(|l| {
+                old != reg.broker_addr
+                    && l.data_version.state_version > reg.data_version.state_version
+            });
+            if newer {
+                tracing::warn!(
+                    broker = %reg.broker_name, id = reg.broker_id, kept = %old,
+                    refused = %reg.broker_addr,
+                    "registration refused: another broker holds this id with a newer state version"
+                );
+                t.live.remove(&reg.broker_addr);
+                return RegisterResult::default();
+            }
+        }
+        let data = t.brokers.get_mut(&reg.broker_name).expect("inserted above");
         let first = data
             .broker_addrs
             .insert(reg.broker_id, reg.broker_addr.clone())
@@ -403,6 +422,33 @@ mod tests {
             topics: Some(topics.iter().map(|t| TopicConfig::new(*t, 4)).collect()),
             connection_id: conn,
         }
+    }
+
+    #[test]
+    fn a_deposed_master_cannot_take_id_0_back_from_a_newer_epoch() {
+        let m = RouteInfoManager::new();
+        let with_epoch = |addr: &str, epoch: i64| {
+            let mut r = reg("b", addr, 0, &["T"], 1, 1);
+            r.data_version.state_version = epoch;
+            r
+        };
+        m.register_broker(with_epoch("10.0.0.1:10911", 1));
+        // The controller elected the replica: it registers as master with epoch 2.
+        m.register_broker(with_epoch("10.0.0.2:10911", 2));
+        let master = |m: &RouteInfoManager| m.tables.read().brokers["b"].broker_addrs[&0].clone();
+        assert_eq!(master(&m), "10.0.0.2:10911");
+        // The old master, still running with epoch 1, registers again: refused, and no
+        // longer live.
+        assert_eq!(
+            m.register_broker(with_epoch("10.0.0.1:10911", 1)),
+            RegisterResult::default()
+        );
+        assert_eq!(master(&m), "10.0.0.2:10911");
+        assert!(m.last_heard("10.0.0.1:10911").is_none());
+        // Once it learned the newer epoch (as a slave it registers under its own id), or a
+        // later epoch, it is taken.
+        m.register_broker(with_epoch("10.0.0.1:10911", 3));
+        assert_eq!(master(&m), "10.0.0.1:10911");
     }
 
     #[test]

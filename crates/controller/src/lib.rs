@@ -1,7 +1,7 @@
-//! RocketMQ 5.x controller mode's replicated state machine (issue 43, first step), with no I/O:
-//! the state per broker group, the events of the replicated log and their RocketMQ bytes,
-//! applying an event, the request handlers, and a snapshot format. The Raft integration and
-//! the network server come on top of this crate.
+//! RocketMQ 5.x controller mode's replicated state machine (issue 43): the state per broker
+//! group, the events of the replicated log and their RocketMQ bytes, applying an event, the
+//! request handlers, a snapshot format, and ([`raft`]) their replication across controllers
+//! with openraft, persisted under a directory. The network server comes on top of this crate.
 //!
 //! - [`state`]: per broker name, the members with their ids (`BrokerReplicaInfo`) and the
 //!   master, epochs and SyncStateSet (`SyncStateInfo`).
@@ -13,8 +13,10 @@
 //! - [`elect_policy`]: RocketMQ's `DefaultElectPolicy`.
 //! - [`body`], [`request`]: bodies and headers with RocketMQ's field names.
 //! - [`snapshot`]: rocketpy's own snapshot format of the state.
+//! - [`raft`]: openraft's log store, state machine and network seam, and the [`Controller`]
+//!   facade that serves requests on the leader.
 //!
-//! How a request is served (by the next step): on the Raft leader only, one request at a time,
+//! How a request is served ([`raft::Controller::submit`]): on the Raft leader only, one request at a time,
 //! run the handler against the applied state and the leader's liveness view; if the result
 //! has events, replicate them and wait until they are applied; then answer with the result's
 //! code, header, body and remark. Followers apply the same events in the same order with
@@ -28,6 +30,7 @@ pub mod elect_policy;
 pub mod event;
 pub mod handlers;
 pub mod liveness;
+pub mod raft;
 pub mod request;
 pub mod result;
 pub mod snapshot;
@@ -37,6 +40,7 @@ pub use apply::apply;
 pub use config::ControllerConfig;
 pub use event::{Event, EventError, EventType};
 pub use liveness::{BrokerLiveInfo, Liveness, LivenessTable};
+pub use raft::{Controller, ControllerRequest};
 pub use result::ControllerResult;
 pub use state::{BrokerGroup, BrokerReplicaInfo, ReplicasInfo, SyncStateInfo};
 

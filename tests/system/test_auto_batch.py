@@ -9,13 +9,12 @@ import asyncio
 import concurrent.futures
 import itertools
 import threading
-import urllib.request
 from collections import defaultdict
 from collections.abc import Iterator
 from concurrent.futures import Future
 
 import pytest
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from metrics_scrape import scrape
 from servers import in_process_dev
 
 from helpers import fast_config, wait_until
@@ -52,14 +51,10 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
 def sends(dev: DevServer) -> dict[str, float]:
     """Send requests the broker answered, by request code."""
     assert dev.broker is not None and dev.broker.metrics_address
-    url = f"http://{dev.broker.metrics_address}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
     out: dict[str, float] = defaultdict(float)
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if s.name == "rocketmq_rpc_latency_milliseconds_count":
-                out[s.labels["request_code"]] += s.value
+    for name, labels, v in scrape(dev.broker.metrics_address):
+        if name == "rocketmq_rpc_latency_milliseconds_count":
+            out[labels["request_code"]] += v
     return out
 
 

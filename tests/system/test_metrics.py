@@ -14,33 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from metrics_scrape import scrape, value
 from servers import in_process_dev
 
 from helpers import Collector, fast_config, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
 from rocketpy.admin import Admin
 from rocketpy.server import DevServer
-
-Samples = list[tuple[str, dict[str, str], float]]
-
-
-def scrape(address: str) -> Samples:
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as r:
-        assert r.headers["Content-Type"].startswith("application/openmetrics-text")
-        text = r.read().decode()
-    return [
-        (s.name, dict(s.labels), s.value)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    ]
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    """The one sample of ``name`` whose labels include ``labels`` (None if absent)."""
-    found = [v for n, ls, v in samples if n == name and labels.items() <= ls.items()]
-    assert len(found) <= 1, f"{name} {labels} matches {len(found)} samples"
-    return found[0] if found else None
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
+from metrics_scrape import Samples, value
+from metrics_scrape import scrape as scrape_address
 from servers import in_process_dev
 
 from helpers import Collector, fast_config, start_consumer, wait_until
@@ -23,26 +23,10 @@ from rocketpy.protocol import RequestCode, ResponseCode
 from rocketpy.server import DevServer
 from rocketpy.transaction import LocalTransactionState, TransactionProducer
 
-Samples = list[tuple[str, dict[str, str], float]]
-
 
 def scrape(dev: DevServer) -> Samples:
     assert dev.broker is not None and dev.broker.metrics_address
-    url = f"http://{dev.broker.metrics_address}/metrics"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        text = r.read().decode()
-    return [
-        (s.name, dict(s.labels), s.value)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    ]
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    """The one sample of ``name`` whose labels include ``labels`` (None if absent)."""
-    found = [v for n, ls, v in samples if n == name and labels.items() <= ls.items()]
-    assert len(found) <= 1, f"{name} {labels} matches {len(found)} samples"
-    return found[0] if found else None
+    return scrape_address(dev.broker.metrics_address)
 
 
 @pytest.fixture(scope="module")

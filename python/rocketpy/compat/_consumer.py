@@ -15,11 +15,11 @@ from typing import Any
 
 from rocketpy._native import MessageExt
 from rocketpy.compat._message import ConsumeStatus, MessageModel, ReceivedMessage
+from rocketpy.compat._settings import ClientSettings, text
 from rocketpy.consumer.model import MessageModel as NativeMessageModel
 from rocketpy.consumer.push import ConsumeOrderlyStatus
 from rocketpy.consumer.push import ConsumeStatus as NativeConsumeStatus
 from rocketpy.consumer.push import PushConsumer as NativePushConsumer
-from rocketpy.credentials import SessionCredentials
 from rocketpy.errors import ClientError
 
 log = logging.getLogger("rocketpy.compat")
@@ -30,11 +30,7 @@ __all__ = ["PushConsumer"]
 Callback = Callable[[ReceivedMessage], Any]
 
 
-def _text(value: str | bytes) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
-
-
-class PushConsumer:
+class PushConsumer(ClientSettings):
     """2.x's push consumer.
 
     Args:
@@ -46,16 +42,16 @@ class PushConsumer:
             ``BROADCASTING`` (every member gets every message).
     """
 
+    NATIVE = "rocketpy.PushConsumer"
+
     def __init__(
         self,
         group_id: str | bytes,
         orderly: bool = False,
         message_model: MessageModel = MessageModel.CLUSTERING,
     ) -> None:
-        self._group = _text(group_id)
+        super().__init__(group_id)
         self._orderly = orderly
-        self._namesrv = ""
-        self._options: dict[str, Any] = {}
         self._subscriptions: dict[str, tuple[Callback, str]] = {}
         self._last: Callback | None = None
         self._warned: set[int] = set()
@@ -70,10 +66,8 @@ class PushConsumer:
 
     # -- settings (before start) ---------------------------------------------------------------
 
-    def _set(self, what: str, **options: Any) -> None:
-        if self._consumer is not None:
-            raise ClientError(f"{what} after start(): call it before start()")
-        self._options.update(options)
+    def _is_started(self) -> bool:
+        return self._consumer is not None
 
     def set_message_model(self, model: MessageModel) -> None:
         """Clustering or broadcasting (:class:`MessageModel`)."""
@@ -83,27 +77,7 @@ class PushConsumer:
     def set_group(self, group_id: str | bytes) -> None:
         """Sets the consumer group."""
         self._set("set_group")
-        self._group = _text(group_id)
-
-    def set_name_server_address(self, addr: str | bytes) -> None:
-        """Sets the name servers (``host:port``, several separated by ``;``)."""
-        self._set("set_name_server_address")
-        self._namesrv = _text(addr)
-
-    def set_name_server_domain(self, domain: str | bytes) -> None:
-        """2.x's name-server address service: rocketpy has none."""
-        raise NotImplementedError(
-            "rocketpy does not look name servers up from an address service: give them with "
-            "set_name_server_address (rocketpy.PushConsumer(group, namesrv_addr))"
-        )
-
-    def set_session_credentials(
-        self, access_key: str | bytes, access_secret: str | bytes, channel: str | bytes
-    ) -> None:
-        """Signs requests with an ACL account (rocketpy's ``credentials=``). ``channel`` is
-        not sent: Apache RocketMQ's ACL has no channels."""
-        account = SessionCredentials(_text(access_key), _text(access_secret))
-        self._set("set_session_credentials", credentials=account)
+        self._group = text(group_id)
 
     def set_thread_count(self, thread_count: int) -> None:
         """Threads running the callback (rocketpy's ``consume_thread_max``)."""
@@ -115,19 +89,6 @@ class PushConsumer:
         one that fails has the whole batch delivered again, as in 2.x."""
         self._set("set_message_batch_max_size", consume_message_batch_max_size=int(max_size))
 
-    def set_instance_name(self, name: str | bytes) -> None:
-        """Sets the client instance name (rocketpy's ``instance_name``)."""
-        self._set("set_instance_name", instance_name=_text(name))
-
-    def set_message_trace(self, message_trace: bool) -> None:
-        """2.x's message traces: rocketpy sends none (``False`` is accepted)."""
-        if message_trace:
-            raise NotImplementedError(
-                "rocketpy does not send message traces; it exports client metrics instead "
-                "(rocketpy.metrics, RocketMQ 5.x metric names)"
-            )
-        self._set("set_message_trace")
-
     def subscribe(
         self, topic: str | bytes, callback: Callback, expression: str | bytes = "*"
     ) -> None:
@@ -135,9 +96,9 @@ class PushConsumer:
         ``TagA || TagB``) with ``callback(msg) -> ConsumeStatus``. A callback that raises,
         or returns something else, has the message delivered again later."""
         if not callable(callback):
-            raise TypeError(f"the callback of {_text(topic)!r} is not callable: {callback!r}")
+            raise TypeError(f"the callback of {text(topic)!r} is not callable: {callback!r}")
         self._set("subscribe")
-        self._subscriptions[_text(topic)] = (callback, _text(expression))
+        self._subscriptions[text(topic)] = (callback, text(expression))
         self._last = callback
 
     # -- lifecycle -----------------------------------------------------------------------------

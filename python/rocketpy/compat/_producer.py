@@ -22,7 +22,7 @@ from rocketpy.compat._message import (
     SendResult,
     TransactionStatus,
 )
-from rocketpy.credentials import SessionCredentials
+from rocketpy.compat._settings import ClientSettings, text
 from rocketpy.errors import ClientError
 from rocketpy.producer import Producer as NativeProducer
 from rocketpy.producer import select_by_hash
@@ -43,10 +43,6 @@ _OUTCOME = {
 }
 
 
-def _text(value: str | bytes) -> str:
-    return value.decode("utf-8") if isinstance(value, bytes) else value
-
-
 def _outcome(value: object, what: str) -> LocalTransactionState:
     """A 2.x callback's answer as rocketpy's; anything but a :class:`TransactionStatus` is
     UNKNOWN (2.x raises ValueError in the callback, with the same effect)."""
@@ -61,7 +57,7 @@ def _outcome(value: object, what: str) -> LocalTransactionState:
     return LocalTransactionState.UNKNOW
 
 
-class Producer:
+class Producer(ClientSettings):
     """2.x's producer: ``Producer(group_id)``, the setters, ``start()``, then ``send_sync``,
     ``send_oneway`` or ``send_orderly_with_sharding_key``.
 
@@ -82,10 +78,8 @@ class Producer:
         compress_level: int | None = None,
         max_message_size: int | None = None,
     ) -> None:
-        self._group = _text(group_id)
+        super().__init__(group_id)
         self._orderly = orderly
-        self._options: dict[str, Any] = {}
-        self._namesrv = ""
         self._producer: NativeProducer | None = None
         if timeout is not None:
             self.set_timeout(timeout)
@@ -101,36 +95,13 @@ class Producer:
 
     # -- settings (before start) ---------------------------------------------------------------
 
-    def _set(self, what: str, **options: Any) -> None:
-        if self._producer is not None:
-            raise ClientError(f"{what} after start(): call it before start()")
-        self._options.update(options)
+    def _is_started(self) -> bool:
+        return self._producer is not None
 
     def set_group(self, group_name: str | bytes) -> None:
         """Sets the producer group."""
         self._set("set_group")
-        self._group = _text(group_name)
-
-    def set_name_server_address(self, addr: str | bytes) -> None:
-        """Sets the name servers (``host:port``, several separated by ``;``)."""
-        self._set("set_name_server_address")
-        self._namesrv = _text(addr)
-
-    def set_name_server_domain(self, domain: str | bytes) -> None:
-        """2.x's name-server address service: rocketpy has none."""
-        raise NotImplementedError(
-            "rocketpy does not look name servers up from an address service: give them with "
-            "set_name_server_address (rocketpy.Producer(group, namesrv_addr))"
-        )
-
-    def set_session_credentials(
-        self, access_key: str | bytes, access_secret: str | bytes, channel: str | bytes
-    ) -> None:
-        """Signs requests with an ACL account (rocketpy's ``credentials=``). ``channel`` is
-        not sent: Apache RocketMQ's ACL has no channels (its Java client does not send one
-        either)."""
-        account = SessionCredentials(_text(access_key), _text(access_secret))
-        self._set("set_session_credentials", credentials=account)
+        self._group = text(group_name)
 
     def set_timeout(self, timeout: int) -> None:
         """Sets the send timeout in ms (rocketpy's ``send_timeout_ms``)."""
@@ -149,19 +120,6 @@ class Producer:
     def set_max_message_size(self, max_size: int) -> None:
         """Sets the largest body accepted (rocketpy's ``max_message_size``)."""
         self._set("set_max_message_size", max_message_size=int(max_size))
-
-    def set_instance_name(self, name: str | bytes) -> None:
-        """Sets the client instance name (rocketpy's ``instance_name``)."""
-        self._set("set_instance_name", instance_name=_text(name))
-
-    def set_message_trace(self, message_trace: bool) -> None:
-        """2.x's message traces: rocketpy sends none (``False`` is accepted)."""
-        if message_trace:
-            raise NotImplementedError(
-                "rocketpy does not send message traces; it exports client metrics instead "
-                "(rocketpy.metrics, RocketMQ 5.x metric names)"
-            )
-        self._set("set_message_trace")
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -212,7 +170,7 @@ class Producer:
     def send_orderly_with_sharding_key(self, msg: Message, sharding_key: str | bytes) -> SendResult:
         """Sends ``msg`` to the queue of ``sharding_key``: messages of one key go to one
         queue, in order (rocketpy's ``send(msg, selector=select_by_hash, arg=key)``)."""
-        key = _text(sharding_key)
+        key = text(sharding_key)
         return SendResult.of(self._started().send(msg.native, selector=select_by_hash, arg=key))
 
 

@@ -20,9 +20,10 @@ from typing import Any
 from rocketpy._native import MessageExt, RemotingResponse
 from rocketpy._util import json_body, now_millis
 from rocketpy.client.instance import ClientConfig, ClientInstance, check
+from rocketpy.client.route import subscribe_queues
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
-from rocketpy.consumer.broker_check import check_in_brokers, route_or_warn
+from rocketpy.consumer.broker_check import check_in_brokers, check_subscription, route_or_warn
 from rocketpy.consumer.model import (
     ConsumeFromWhere,
     MessageModel,
@@ -128,14 +129,12 @@ class ConsumerBase(abc.ABC):
         check_topic(topic)
         sub = Subscription.parse(topic, expression)
         inst = self._instance
-        if inst is not None:
-            # Asked before it is kept: a refused subscription leaves the consumer as it was.
-            route_or_warn(inst, topic)
-            check_in_brokers(inst, self.group, sub)
+        route = check_subscription(inst, self.group, sub) if inst is not None else None
         with self._lock:
             self._subscriptions[topic] = sub
         if inst is not None:
-            inst.update_route(topic)  # again: now kept, the route's queues reach this consumer
+            if route is not None:
+                self.update_subscribe_queues(topic, subscribe_queues(topic, route))
             inst.send_heartbeat()
             inst.rebalance_now()
 

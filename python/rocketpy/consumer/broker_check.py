@@ -9,6 +9,7 @@ import json
 import logging
 
 from rocketpy.client.instance import ClientInstance
+from rocketpy.client.route import TopicRouteData
 from rocketpy.consumer.model import Subscription
 from rocketpy.errors import BrokerResponseError, ClientError, RemotingError
 from rocketpy.protocol import MASTER_ID, RETRY_GROUP_TOPIC_PREFIX, RequestCode, ResponseCode
@@ -17,11 +18,24 @@ from rocketpy.selector import TAG
 log = logging.getLogger(__name__)
 
 
-def route_or_warn(inst: ClientInstance, topic: str) -> None:
+def check_subscription(
+    inst: ClientInstance, group: str, sub: Subscription
+) -> TopicRouteData | None:
+    """What a running consumer asks before it keeps ``sub`` (so a refused subscription leaves
+    it as it was): the topic's route (a warning when there is none) and the masters' word on
+    an SQL92 filter. Returns the route, for the caller to hand its queues over once ``sub``
+    is kept (fetched before, the route did not reach the consumer)."""
+    route = route_or_warn(inst, sub.topic)
+    check_in_brokers(inst, group, sub)
+    return route
+
+
+def route_or_warn(inst: ClientInstance, topic: str) -> TopicRouteData | None:
     """Fetches ``topic``'s route; when the topic does not exist, logs a warning saying how
     to create it (the consumer keeps the subscription and starts when the topic appears).
     A group's retry topic, created by its first failed message, is not warned about."""
-    if inst.update_route(topic) is None and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+    route = inst.update_route(topic)
+    if route is None and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         log.warning(
             "topic %r does not exist (the name servers have no route for it): nothing is "
             "consumed until it is created — `rocketpy admin updateTopic -t %s -c <cluster>`, "
@@ -29,6 +43,7 @@ def route_or_warn(inst: ClientInstance, topic: str) -> None:
             topic,
             topic,
         )
+    return route
 
 
 def check_in_brokers(inst: ClientInstance, group: str, sub: Subscription) -> None:

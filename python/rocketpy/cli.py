@@ -1,5 +1,5 @@
-"""The ``rocketpy`` command: ``namesrv``, ``broker``, ``dev`` (both in one process) and
-``bench`` (producer and consumer load generators)."""
+"""The ``rocketpy`` command: ``namesrv``, ``broker``, ``controller``, ``dev`` (a name server
+and a broker in one process) and ``bench`` (producer and consumer load generators)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketpy import __version__, bench
-from rocketpy._native import Broker, NameServer, init_logging
+from rocketpy._native import Broker, Controller, NameServer, init_logging
 from rocketpy.errors import RocketpyError
 from rocketpy.server import DevServer, default_dev_store
 
@@ -64,10 +64,13 @@ def _raise_open_file_limit() -> None:
 
 def cmd_namesrv(args: argparse.Namespace) -> None:
     stop = _stop_signal()
-    server = NameServer.start(args.host, args.port, config=_overrides(args.set))
+    text = Path(args.config).read_text() if args.config else None
+    server = NameServer.start(args.host, args.port, config=_overrides(args.set), config_text=text)
     _say(f"rocketpy name server listening on {server.address}")
     if server.metrics_address:
         _say(f"metrics: http://{server.metrics_address}/metrics")
+    if server.controller_address:
+        _say(f"controller (enableControllerInNamesrv) listening on {server.controller_address}")
     _wait_for(stop)
     server.shutdown()
     _say("rocketpy name server stopped")
@@ -102,6 +105,22 @@ def cmd_broker(args: argparse.Namespace) -> None:
     _wait_for(stop)
     broker.shutdown()
     _say("rocketpy broker stopped")
+
+
+def cmd_controller(args: argparse.Namespace) -> None:
+    text = Path(args.config).read_text() if args.config else None
+    overrides = _overrides(args.set)
+    if args.print_config:
+        # RocketMQ's `mqcontroller -p`: the effective configuration, then exit.
+        for key, value, doc in Controller.effective_config(text, overrides):
+            _say(f"# {doc}\n{key}={value}")
+        return
+    stop = _stop_signal()
+    controller = Controller.start(text, overrides)
+    _say(f"rocketpy controller {controller.self_id} listening on {controller.address}")
+    _wait_for(stop)
+    controller.shutdown()
+    _say("rocketpy controller stopped")
 
 
 def cmd_dev(args: argparse.Namespace) -> None:
@@ -181,6 +200,12 @@ def parser() -> argparse.ArgumentParser:
     ns.add_argument("--host", default="0.0.0.0")
     ns.add_argument("--port", type=int, default=9876)
     ns.add_argument(
+        "-c",
+        "--config",
+        help="namesrv.conf (RocketMQ key names; with enableControllerInNamesrv=true, "
+        "the controller's keys too)",
+    )
+    ns.add_argument(
         "--set",
         action="append",
         default=[],
@@ -205,6 +230,24 @@ def parser() -> argparse.ArgumentParser:
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"
     )
     br.set_defaults(func=cmd_broker)
+
+    ctl = sub.add_parser("controller", help="run a controller (controller mode's failover)")
+    ctl.add_argument(
+        "-c",
+        "--config",
+        help="controller.conf (controllerDLegerGroup, controllerDLegerPeers, "
+        "controllerDLegerSelfId, controllerStorePath, ...)",
+    )
+    ctl.add_argument(
+        "-p",
+        "--print-config",
+        action="store_true",
+        help="print the effective configuration (every key) and exit",
+    )
+    ctl.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="any controller key"
+    )
+    ctl.set_defaults(func=cmd_controller)
 
     dev = sub.add_parser("dev", help="run a name server and a broker in one process")
     dev.add_argument("--host", default="127.0.0.1")

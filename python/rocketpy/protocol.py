@@ -2,7 +2,8 @@
 
 The numbers are a compatibility surface: they must match Apache RocketMQ. Their one source is
 ``crates/protocol`` (``code.rs``, ``flag.rs``); ``tests/unit/test_protocol_tables.py`` checks every
-class here against the native tables (``_native.REQUEST_CODES`` and the others), both ways.
+class here against the native tables (``_native.REQUEST_CODES`` and the others), both ways, and
+the controller-mode codes (which the native module does not export) against ``code.rs`` itself.
 Header field names are not here at all: requests are built by attribute name through the native
 header specs (``RemotingClient.invoke(addr, code, {"queue_id": 3, ...})``) and responses read
 as ``response.header.queue_offset``."""
@@ -104,6 +105,52 @@ class ResponseCode:
     POLLING_FULL: Final = 209
     POLLING_TIMEOUT: Final = 210
     CONSUMER_NOT_ONLINE: Final = 206
+
+
+class ControllerRequestCode:
+    """Request codes of RocketMQ 5.x's controller mode, a mirror of ``code::controller::request``
+    in ``crates/protocol/src/code.rs`` (checked against that file by
+    ``tests/unit/test_protocol_tables.py``). They are not in :class:`RequestCode`, which lists
+    the codes rocketpy's servers answer: controllers (and brokers in controller mode) answer
+    these."""
+
+    BROKER_HEARTBEAT: Final = 904
+    CONTROLLER_ALTER_SYNC_STATE_SET: Final = 1001
+    CONTROLLER_ELECT_MASTER: Final = 1002
+    CONTROLLER_REGISTER_BROKER: Final = 1003
+    CONTROLLER_GET_REPLICA_INFO: Final = 1004
+    CONTROLLER_GET_METADATA_INFO: Final = 1005
+    CONTROLLER_GET_SYNC_STATE_DATA: Final = 1006
+    GET_BROKER_EPOCH_CACHE: Final = 1007
+    NOTIFY_BROKER_ROLE_CHANGED: Final = 1008
+    UPDATE_CONTROLLER_CONFIG: Final = 1009
+    GET_CONTROLLER_CONFIG: Final = 1010
+    CLEAN_BROKER_DATA: Final = 1011
+    CONTROLLER_GET_NEXT_BROKER_ID: Final = 1012
+    CONTROLLER_APPLY_BROKER_ID: Final = 1013
+
+
+class ControllerResponseCode:
+    """Response codes of the controller, a mirror of ``code::controller::response`` (checked
+    like :class:`ControllerRequestCode`)."""
+
+    CONTROLLER_FENCED_MASTER_EPOCH: Final = 2000
+    CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH: Final = 2001
+    CONTROLLER_INVALID_MASTER: Final = 2002
+    CONTROLLER_INVALID_REPLICAS: Final = 2003
+    CONTROLLER_MASTER_NOT_AVAILABLE: Final = 2004
+    CONTROLLER_INVALID_REQUEST: Final = 2005
+    CONTROLLER_BROKER_NOT_ALIVE: Final = 2006
+    CONTROLLER_NOT_LEADER: Final = 2007
+    CONTROLLER_BROKER_METADATA_NOT_EXIST: Final = 2008
+    CONTROLLER_INVALID_CLEAN_BROKER_METADATA: Final = 2009
+    CONTROLLER_BROKER_NEED_TO_BE_REGISTERED: Final = 2010
+    CONTROLLER_MASTER_STILL_EXIST: Final = 2011
+    CONTROLLER_ELECT_MASTER_FAILED: Final = 2012
+    CONTROLLER_ALTER_SYNC_STATE_SET_FAILED: Final = 2013
+    CONTROLLER_BROKER_ID_INVALID: Final = 2014
+    CONTROLLER_JRAFT_INTERNAL_ERROR: Final = 2015
+    CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS: Final = 2016
 
 
 class PullSysFlag:

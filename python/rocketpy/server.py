@@ -1,5 +1,6 @@
-"""Start and stop rocketpy's servers from Python: a name server, a broker, or both in one
-process (the embedded development setup). They serve from Rust; Python only launches them."""
+"""Start and stop rocketpy's servers from Python: a name server, a broker, a controller
+(controller mode), or a name server and a broker in one process (the embedded development
+setup). They serve from Rust; Python only launches them."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from rocketpy._native import Broker, NameServer
+from rocketpy._native import Broker, Controller, NameServer
 
 __all__ = [
     "DEV_STORE_DEFAULTS",
     "Broker",
+    "Controller",
     "DevServer",
     "NameServer",
     "default_dev_store",

@@ -15,6 +15,7 @@ pub mod guard;
 pub mod needs;
 pub mod perm;
 pub mod rules;
+pub mod rules_controller;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};

@@ -23,6 +23,8 @@ pub enum Server {
     Broker,
     /// A name server.
     Namesrv,
+    /// A controller (controller mode, issue 43).
+    Controller,
 }
 
 /// The rights a request needs.
@@ -149,6 +151,7 @@ pub fn needs(req: &RemotingCommand, server: Server) -> Result<Needs, String> {
     let table = match server {
         Server::Broker => rules::BROKER,
         Server::Namesrv => rules::NAMESRV,
+        Server::Controller => rules::CONTROLLER,
     };
     let Some(rule) = rules::rule(table, req.code) else {
         return Err(format!("request code {} has no access rule", req.code));

@@ -18,6 +18,7 @@
 use rocketpy_protocol::code::request;
 
 use crate::perm::{ANY, PUB, SUB};
+pub use crate::rules_controller::CONTROLLER;
 
 /// A header field a rule reads: its name, the short alias some codes use (SEND_MESSAGE_V2's
 /// `b`), and whether leaving it out is allowed (then it touches nothing).
@@ -505,12 +506,17 @@ pub fn markdown() -> String {
          | port | who may use it |\n|---|---|\n\
          | broker `listenPort` and VIP port (`listenPort - 2`) | the broker table below |\n\
          | name server `listenPort` | the name server table below |\n\
+         | controller (its `controllerDLegerPeers` port) | the controller table below; peer controllers' Raft traffic included |\n\
          | gRPC `grpcServerPort` | the 5.x table below, from the clients' `authorization` metadata |\n\
          | HA `haListenPort` | replication peers only: slaves whose address matches `haAllowedAddresses` (others are closed before a byte is sent); with `aclEnable=true`, a master listening beyond loopback without it refuses to start |\n\
          | metrics `metricsPromExporterPort` | anyone who reaches it (read only; shows topic and group names): bind it to a trusted interface |\n\
          | console (`rocketpy console`) | the page's token, from the addresses it serves (`Host` and `Origin` checked) |\n\n",
     );
-    for (title, table) in [("Broker", BROKER), ("Name server", NAMESRV)] {
+    for (title, table) in [
+        ("Broker", BROKER),
+        ("Name server", NAMESRV),
+        ("Controller", CONTROLLER),
+    ] {
         out.push_str(&format!(
             "## {title}\n\n| code | request | needs |\n|---|---|---|\n"
         ));
@@ -534,7 +540,7 @@ mod tests {
 
     #[test]
     fn every_code_has_one_rule() {
-        for table in [BROKER, NAMESRV] {
+        for table in [BROKER, NAMESRV, CONTROLLER] {
             let mut codes: Vec<i32> = table.iter().map(|(c, _, _)| *c).collect();
             codes.sort_unstable();
             let n = codes.len();

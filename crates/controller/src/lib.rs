@@ -1,7 +1,7 @@
 //! RocketMQ 5.x controller mode's replicated state machine (issue 43): the state per broker
 //! group, the events of the replicated log and their RocketMQ bytes, applying an event, the
 //! request handlers, a snapshot format, and ([`raft`]) their replication across controllers
-//! with openraft, persisted under a directory. The network server comes on top of this crate.
+//! with openraft, persisted under a directory, and ([`server`]) a controller on the network.
 //!
 //! - [`state`]: per broker name, the members with their ids (`BrokerReplicaInfo`) and the
 //!   master, epochs and SyncStateSet (`SyncStateInfo`).
@@ -33,6 +33,7 @@ pub mod liveness;
 pub mod raft;
 pub mod request;
 pub mod result;
+pub mod server;
 pub mod snapshot;
 pub mod state;
 

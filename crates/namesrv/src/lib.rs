@@ -40,6 +40,8 @@ rocketpy_protocol::config_struct! {
         acl_file: Option<String> = None => "aclFile",
         /// RocketMQ's home directory (default: $ROCKETMQ_HOME, else the working directory).
         rocketmq_home: Option<String> = None => "rocketmqHome",
+        /// Also run a controller (controller mode) in this process, on its own port: its keys (`controllerDLegerPeers`, ...) go in the same file. The launcher starts it; this crate does not.
+        enable_controller_in_namesrv: bool = false => "enableControllerInNamesrv",
     }
 }
 

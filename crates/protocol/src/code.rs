@@ -170,6 +170,13 @@ pub mod controller {
         }
     }
 
+    /// rocketpy's own code on a controller's port: one openraft RPC (its JSON as the body)
+    /// from a peer controller, answered with the peer's reply. RocketMQ's controllers speak
+    /// DLedger's protocol to each other, which nothing outside the group sees; rocketpy's
+    /// controllers only talk to rocketpy controllers. Not a RocketMQ code: the value sits far
+    /// from RocketMQ's ranges so that it never collides with one of theirs.
+    pub const RAFT_RPC: i32 = 61_001;
+
     codes! {
         /// Response codes of the controller (2015 and 2016 are jRaft mode's own).
         response {

@@ -8,6 +8,7 @@ mod client;
 mod client_metrics;
 mod columnar;
 mod columns;
+mod controller;
 mod direct_send;
 mod errors;
 mod header;
@@ -54,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::BytesView>()?;
     m.add_class::<server::NameServer>()?;
     m.add_class::<server::Broker>()?;
+    m.add_class::<controller::Controller>()?;
     m.add_class::<store::EmbeddedStore>()?;
     m.add_class::<columns::StoreReader>()?;
     m.add_function(wrap_pyfunction!(callbacks::on_callback_thread, m)?)?;

@@ -15,7 +15,7 @@ use crate::runtime::{runtime, wait};
 
 /// Runs `fut` as a task of the shared runtime (server tasks must not live on the caller's
 /// temporary `block_on`) and waits for it with the GIL released.
-fn run<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
+pub(crate) fn run<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     F: std::future::Future<Output = T> + Send + 'static,
     T: Send + 'static,
@@ -29,15 +29,20 @@ where
 #[pyclass(module = "rocketpy._native", frozen)]
 pub struct NameServer {
     inner: Arc<NativeNameServer>,
+    /// The controller embedded with `enableControllerInNamesrv=true`.
+    controller: Option<Arc<rocketpy_controller::server::ControllerServer>>,
     owner: Owner,
 }
 
 #[pymethods]
 impl NameServer {
     /// Starts a name server on `host:port` (port 0 picks a free port); `config` sets more
-    /// name server keys (e.g. `metricsExporterType`).
+    /// name server keys (e.g. `metricsExporterType`) over those of `config_text` (a
+    /// namesrv.conf), and with `enableControllerInNamesrv=true`
+    /// the keys of a controller started alongside (RocketMQ's `namesrv.conf` of controller
+    /// mode).
     #[staticmethod]
-    #[pyo3(signature = (host="0.0.0.0", port=9876, scan_interval_ms=10_000, broker_expiry_ms=120_000, config=None))]
+    #[pyo3(signature = (host="0.0.0.0", port=9876, scan_interval_ms=10_000, broker_expiry_ms=120_000, config=None, config_text=None))]
     fn start(
         py: Python<'_>,
         host: &str,
@@ -45,6 +50,7 @@ impl NameServer {
         scan_interval_ms: u64,
         broker_expiry_ms: u64,
         config: Option<HashMap<String, String>>,
+        config_text: Option<&str>,
     ) -> PyResult<Self> {
         let mut settings = NamesrvConfig {
             bind_address: host.to_owned(),
@@ -53,26 +59,62 @@ impl NameServer {
             broker_channel_expired_time: broker_expiry_ms,
             ..NamesrvConfig::default()
         };
+        // The name server's keys first; the rest are the embedded controller's (and TLS keys
+        // serve both), refused if neither knows them.
+        let mut controller_keys = HashMap::new();
         let mut tls = TlsConfig::default();
-        for (key, value) in config.unwrap_or_default() {
+        let mut pairs = config_text
+            .map(rocketpy_protocol::config::parse_properties)
+            .unwrap_or_default();
+        pairs.extend(config.unwrap_or_default());
+        for (key, value) in pairs {
             let bad = |e: rocketpy_protocol::config::ConfigError| {
-                errors::RocketpyError::new_err(e.to_string())
+                errors::ConfigError::new_err(e.to_string())
             };
-            let known =
-                settings.set(&key, &value).map_err(bad)? || tls.set(&key, &value).map_err(bad)?;
-            if !known {
-                return Err(errors::RocketpyError::new_err(format!(
-                    "unknown name server key {key:?}"
-                )));
+            if !(settings.set(&key, &value).map_err(bad)? || tls.set(&key, &value).map_err(bad)?) {
+                controller_keys.insert(key, value);
             }
         }
-        let config = settings;
-        let server =
-            run(py, NativeNameServer::start_with_tls(config, tls))?.map_err(errors::remoting)?;
+        let embedded = settings.enable_controller_in_namesrv;
+        let (controller_settings, _) =
+            crate::controller::controller_settings(None, Some(controller_keys.clone()), |_, _| {
+                Ok(false)
+            })
+            .map_err(|e| {
+                errors::ConfigError::new_err(format!("{e}; not a name server key either"))
+            })?;
+        if !embedded && !controller_keys.is_empty() {
+            let mut keys: Vec<_> = controller_keys.into_keys().collect();
+            keys.sort();
+            return Err(errors::ConfigError::new_err(format!(
+                "controller keys {keys:?} given, but enableControllerInNamesrv is not true: set it to run a controller in this name server, or start one with `rocketpy controller -c`"
+            )));
+        }
+        let server = run(py, NativeNameServer::start_with_tls(settings, tls.clone()))?
+            .map_err(errors::remoting)?;
+        let server = Arc::new(server);
+        let controller = match embedded {
+            true => match crate::controller::start(py, controller_settings, tls) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    let inner = server.clone();
+                    run(py, async move { inner.shutdown().await })?;
+                    return Err(e);
+                }
+            },
+            false => None,
+        };
         Ok(NameServer {
-            inner: Arc::new(server),
+            inner: server,
+            controller,
             owner: Owner::current(),
         })
+    }
+
+    /// `host:port` of the embedded controller (`enableControllerInNamesrv=true`), else `None`.
+    #[getter]
+    fn controller_address(&self) -> Option<String> {
+        self.controller.as_ref().map(|c| c.local_addr().to_string())
     }
 
     /// `host:port` it listens on.
@@ -102,7 +144,13 @@ impl NameServer {
     fn shutdown(&self, py: Python<'_>) -> PyResult<()> {
         self.owner.check("name server")?;
         let inner = self.inner.clone();
-        run(py, async move { inner.shutdown().await })
+        let controller = self.controller.clone();
+        run(py, async move {
+            if let Some(c) = controller {
+                c.shutdown().await;
+            }
+            inner.shutdown().await
+        })
     }
 }
 

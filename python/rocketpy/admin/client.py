@@ -9,6 +9,7 @@ from typing import Any
 from rocketpy._native import MessageExt, RemotingClient, RemotingResponse
 from rocketpy._util import json_body, mq_table
 from rocketpy.admin.cluster_table import broker_entries, masters
+from rocketpy.admin.controller import ControllerAdmin
 from rocketpy.admin.message_id import find_by_id
 from rocketpy.admin.types import (
     BrokerStats,
@@ -23,7 +24,7 @@ from rocketpy.client.namesrv import invoke_in_turn, namesrv_addrs
 from rocketpy.client.route import TopicRouteData
 from rocketpy.consumer.model import Subscription
 from rocketpy.credentials import SessionCredentials, credentials_of
-from rocketpy.errors import ClientError
+from rocketpy.errors import ClientError, ConfigError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import (
     AUTO_CREATE_TOPIC_KEY,
@@ -46,6 +47,7 @@ class Admin:
 
     Args:
         namesrv_addr: name servers, ``host:port`` separated by ``;``. Default: ``$NAMESRV_ADDR``.
+            ``None``: none (only requests to given brokers and controllers then work).
         timeout_ms: per-request timeout.
         credentials: the ACL account requests are signed with (``aclEnable`` servers;
             changes need an admin account); or ``access_key`` / ``secret_key``.
@@ -55,7 +57,7 @@ class Admin:
 
     def __init__(
         self,
-        namesrv_addr: str = "",
+        namesrv_addr: str | None = "",
         timeout_ms: int = 5000,
         *,
         credentials: SessionCredentials | None = None,
@@ -64,7 +66,7 @@ class Admin:
         tls: bool | TlsOptions = False,
         tls_ca_file: str | None = None,
     ) -> None:
-        self._namesrv = namesrv_addrs(namesrv_addr)
+        self._namesrv = [] if namesrv_addr is None else namesrv_addrs(namesrv_addr)
         self._timeout = timeout_ms
         account = credentials_of(credentials, access_key, secret_key)
         tls_options = tls_of(tls, tls_ca_file)
@@ -83,7 +85,13 @@ class Admin:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def controller(self) -> ControllerAdmin:
+        """Controller mode's requests (:mod:`rocketpy.admin.controller`) over this client."""
+        return ControllerAdmin(self._client, self._timeout)
+
     def _namesrv_call(self, code: int, header: dict[str, object] | None = None) -> Any:
+        if not self._namesrv:
+            raise ConfigError("no name server: this Admin was made with namesrv_addr=None")
         return invoke_in_turn(
             self._namesrv,
             0,

@@ -2,7 +2,8 @@
 names, flags and output columns, so existing scripts and runbooks work — against rocketpy or
 any RocketMQ 4.x/5.x cluster, since each command makes the requests mqadmin makes.
 
-Every command takes ``-n/--namesrvAddr`` (default: ``$NAMESRV_ADDR``, as mqadmin). Listing
+Every command takes ``-n/--namesrvAddr`` (default: ``$NAMESRV_ADDR``, as mqadmin); controller
+mode's commands that are given only controller addresses (``-a``) run without one. Listing
 commands take ``--json``. With ACL on the servers, requests are signed with the account of
 ``--accessKey``/``--secretKey``, else of ``$ROCKETMQ_ACCESS_KEY``/``$ROCKETMQ_SECRET_KEY``,
 else of ``$ROCKETMQ_HOME/conf/tools.yml`` as RocketMQ's mqadmin reads it. ``--tls`` (with
@@ -19,11 +20,16 @@ from typing import NoReturn
 from rocketpy.admin import Admin
 from rocketpy.credentials import SessionCredentials, credentials_of, read_tools_yml
 from rocketpy.errors import RocketpyError
-from rocketpy.mqadmin import cluster, group, message, queue, topic
+from rocketpy.mqadmin import cluster, controller, group, message, queue, topic
 from rocketpy.mqadmin.command import Command
 
 COMMANDS: list[Command] = (
-    topic.COMMANDS + cluster.COMMANDS + group.COMMANDS + message.COMMANDS + queue.COMMANDS
+    topic.COMMANDS
+    + cluster.COMMANDS
+    + group.COMMANDS
+    + message.COMMANDS
+    + queue.COMMANDS
+    + controller.COMMANDS
 )
 
 
@@ -66,20 +72,20 @@ def parser(prog: str = "mqadmin") -> argparse.ArgumentParser:
             help="its secret key (default: $ROCKETMQ_SECRET_KEY)",
         )
         cmd.add_arguments(sp)
-        sp.set_defaults(run=cmd.run)
+        sp.set_defaults(run=cmd.run, needs_namesrv=cmd.namesrv)
     return p
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "mqadmin") -> None:
     """Runs one command; exits non-zero with a one-line reason on failure."""
     args = parser(prog).parse_args(argv)
-    if not args.namesrvAddr:
+    if not args.namesrvAddr and args.needs_namesrv:
         print(f"{prog}: no name server: give -n host:port or set NAMESRV_ADDR", file=sys.stderr)
         raise SystemExit(2)
     try:
         credentials = _credentials(args)
         with Admin(
-            args.namesrvAddr,
+            args.namesrvAddr or None,
             timeout_ms=args.timeout,
             credentials=credentials,
             tls=args.tls or args.tlsCaFile is not None,

@@ -14,12 +14,14 @@ from rocketpy.protocol import Perm
 
 @dataclass(frozen=True)
 class Command:
-    """One mqadmin sub-command."""
+    """One mqadmin sub-command. ``namesrv``: whether it always needs the name servers (the
+    controller commands given only ``-a`` run without them)."""
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[Admin, argparse.Namespace], None]
+    namesrv: bool = True
 
 
 def cut(text: str, width: int) -> str:

@@ -126,7 +126,8 @@ pub struct Controller {
     id: NodeId,
     raft: ControllerRaft,
     applied: SharedApplied,
-    config: ControllerConfig,
+    /// The decision keys; UPDATE_CONTROLLER_CONFIG may change them while running.
+    config: parking_lot::RwLock<ControllerConfig>,
     timeout: Duration,
     /// RocketMQ's single `EventScheduler`: one decision at a time.
     serial: tokio::sync::Mutex<()>,
@@ -163,7 +164,7 @@ impl Controller {
             id,
             raft,
             applied,
-            config: options.config,
+            config: parking_lot::RwLock::new(options.config),
             timeout: options.request_timeout,
             serial: tokio::sync::Mutex::new(()),
             log_report,
@@ -173,6 +174,21 @@ impl Controller {
     /// Forms a new group of `peers` (call once, on one node of a fresh group).
     pub async fn initialize(&self, peers: Peers) -> Result<(), String> {
         self.raft.initialize(peers).await.map_err(|e| e.to_string())
+    }
+
+    /// The decision keys in force.
+    pub fn config(&self) -> ControllerConfig {
+        *self.config.read()
+    }
+
+    /// Changes the decision keys; the next decision uses them.
+    pub fn set_config(&self, config: ControllerConfig) {
+        *self.config.write() = config;
+    }
+
+    /// Whether this controller is the Raft leader now, as far as it knows.
+    pub fn is_leader(&self) -> bool {
+        self.current_leader() == Some(self.id)
     }
 
     /// This controller's id.
@@ -229,7 +245,8 @@ impl Controller {
             }
             let (result, proposal) = {
                 let applied = self.applied.read();
-                let result = request.decide(&applied.state, liveness, &self.config);
+                let config = self.config();
+                let result = request.decide(&applied.state, liveness, &config);
                 let proposal = Proposal::new(&applied.state, &result.events);
                 (result, proposal)
             };

@@ -21,6 +21,7 @@
 
 mod admin;
 mod consumer;
+mod controller;
 mod namesrv;
 mod offset;
 mod pop;
@@ -31,6 +32,7 @@ mod transaction;
 
 pub use admin::*;
 pub use consumer::*;
+pub use controller::*;
 pub use namesrv::*;
 pub use offset::*;
 pub use pop::*;
@@ -364,14 +366,16 @@ pub struct Exchange {
 }
 
 macro_rules! exchanges {
-    ($($code:ident => $req:tt, $resp:tt;)*) => {
+    ($($code:ident $(in $module:ident)? => $req:tt, $resp:tt;)*) => {
         /// Every request code with the headers it uses.
         pub const EXCHANGES: &[Exchange] = &[$(Exchange {
-            code: request::$code,
+            code: exchanges!(@code $($module)? $code),
             request: exchanges!(@spec $req),
             response: exchanges!(@spec $resp),
         },)*];
     };
+    (@code $code:ident) => { request::$code };
+    (@code $module:ident $code:ident) => { crate::code::$module::request::$code };
     (@spec _) => { None };
     (@spec $h:ident) => { Some(&<$h as CustomHeader>::SPEC) };
 }
@@ -433,6 +437,8 @@ exchanges! {
     POP_MESSAGE => PopMessageRequestHeader, PopMessageResponseHeader;
     ACK_MESSAGE => AckMessageRequestHeader, _;
     CHANGE_MESSAGE_INVISIBLETIME => ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader;
+    CONTROLLER_ELECT_MASTER in controller => ElectMasterRequestHeader, _;
+    CLEAN_BROKER_DATA in controller => CleanControllerBrokerDataRequestHeader, _;
 }
 
 /// The headers of request `code`, if it is a known code.

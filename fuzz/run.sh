@@ -13,7 +13,7 @@ RUNS=${RUNS:-1000000}
 TIMEOUT=${TIMEOUT:-1}
 RSS_MB=${RSS_MB:-1024}
 MALLOC_MB=${MALLOC_MB:-256}
-TARGETS=${TARGETS:-"frame header_json header_binary batch properties record_recovery consume_queue_load consume_queue_ext_load index_file_load acl json_body sql_filter topic_attributes epoch_cache ha_autoswitch"}
+TARGETS=${TARGETS:-"frame header_json header_binary batch properties record_recovery consume_queue_load consume_queue_ext_load index_file_load acl json_body sql_filter topic_attributes epoch_cache ha_autoswitch controller_store"}
 cargo +nightly fuzz build --sanitizer none >/dev/null
 status=0
 for t in $TARGETS; do

@@ -195,6 +195,8 @@ pub struct BrokerSettings {
     pub store: StoreConfig,
     /// TLS keys (`tls.*`).
     pub tls: TlsConfig,
+    /// Controller mode's keys (`enableControllerMode`, `controllerAddr`, ...).
+    pub controller: crate::controller_mode::ControllerModeConfig,
 }
 
 impl BrokerSettings {
@@ -204,6 +206,7 @@ impl BrokerSettings {
             broker: BrokerConfig::default(),
             store: StoreConfig::new(store_root),
             tls: TlsConfig::default(),
+            controller: Default::default(),
         }
     }
 
@@ -214,6 +217,7 @@ impl BrokerSettings {
         if self.broker.set(key, value).map_err(config)?
             || self.store.set(key, value).map_err(config)?
             || self.tls.set(key, value).map_err(config)?
+            || self.controller.set(key, value).map_err(config)?
         {
             return Ok(());
         }
@@ -221,19 +225,21 @@ impl BrokerSettings {
         Ok(())
     }
 
-    /// The effective configuration, broker keys, store keys, then TLS keys:
+    /// The effective configuration, broker keys, store keys, TLS keys, then controller mode's:
     /// `(key, value, doc)`.
     pub fn entries(&self) -> Vec<(&'static str, String, &'static str)> {
         let docs = BrokerConfig::KEYS
             .iter()
             .chain(StoreConfig::KEYS)
             .chain(TlsConfig::KEYS)
+            .chain(crate::controller_mode::ControllerModeConfig::KEYS)
             .map(|k| k.doc);
         self.broker
             .entries()
             .into_iter()
             .chain(self.store.entries())
             .chain(self.tls.entries())
+            .chain(self.controller.entries())
             .zip(docs)
             .map(
                 |((k, v), doc)| match SECRET_KEYS.contains(&k) && !v.is_empty() {
@@ -271,6 +277,7 @@ impl BrokerSettings {
             validate_topic(name).map_err(|e| BrokerError::Config(format!("{what}: {e}")))?;
         }
         crate::ha::allow::allowed_peers(&self.ha_exposure())?;
+        self.controller.validate().map_err(BrokerError::Config)?;
         self.store
             .validate()
             .map_err(|e| BrokerError::Config(e.to_string()))

@@ -7,6 +7,7 @@ pub mod config_file;
 pub mod config_journal;
 pub mod consumer_manager;
 pub mod consumer_offset;
+pub mod controller_mode;
 pub mod error;
 pub mod filter;
 pub mod ha;

@@ -133,7 +133,7 @@ pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
             match broker.namesrv.invoke(&addr, req, timeout).await {
                 Ok(resp) if resp.code == response::SUCCESS => {
                     tracing::debug!(namesrv = %addr, "registered with name server");
-                    if !broker.settings.store.broker_role.is_master() {
+                    if !broker.store.role().is_master() {
                         // A slave learns its master from the answer (RocketMQ's
                         // RegisterBrokerResult: haServerAddr, masterAddr).
                         if let Ok(h) = resp.decode_header::<RegisterBrokerResponseHeader>() {

@@ -34,6 +34,7 @@ pub mod reader;
 mod recovery;
 pub mod replica;
 mod reserve;
+pub mod role;
 pub mod schedule;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;

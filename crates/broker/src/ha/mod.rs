@@ -17,6 +17,7 @@
 //! slave reconnected — the slave then keeps its old bytes below that end.
 
 pub mod allow;
+pub mod autoswitch;
 pub mod epoch_file;
 pub mod master;
 pub mod slave;

@@ -302,10 +302,7 @@ pub fn runtime_info(
             "0".into(),
         );
     }
-    put(
-        "brokerActive",
-        broker.settings.store.broker_role.is_master().to_string(),
-    );
+    put("brokerActive", broker.store.role().is_master().to_string());
     json_reply(req, &KvTable { table: t })
 }
 

@@ -311,7 +311,7 @@ pub(crate) fn with_store_wait(
         .results
         .last()
         .map(|r| r.wrote_offset + i64::from(r.wrote_bytes))
-        .filter(|_| wait && broker.settings.store.broker_role == BrokerRole::SyncMaster);
+        .filter(|_| wait && broker.store.role() == BrokerRole::SyncMaster);
     let flush = appended.flush.filter(|_| wait);
     if flush.is_none() && replica_end.is_none() {
         return Reply::Now(Some(resp));

@@ -182,7 +182,7 @@ fn check(broker: &BrokerInner, h: &PopMessageRequestHeader) -> Result<(), Proces
             ),
         ));
     }
-    if !broker.settings.store.broker_role.is_master() {
+    if !broker.store.role().is_master() {
         return Err(ProcessError::new(
             response::SERVICE_NOT_AVAILABLE,
             "service not available now: pops are served by the master",

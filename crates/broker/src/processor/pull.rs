@@ -65,7 +65,7 @@ fn pull_once(
         Some(cfg) => cfg,
         // A slave can hold a topic's messages before its metadata sync brings the topic
         // (created on the master less than a sync period ago): the queues it has are readable.
-        None if !broker.settings.store.broker_role.is_master()
+        None if !broker.store.role().is_master()
             && broker
                 .store
                 .find_consume_queue(&h.topic, h.queue_id)
@@ -276,7 +276,7 @@ fn suggest_node(
         }
     }
     let mut code = code;
-    if !broker.settings.store.broker_role.is_master() && !slow && broker.ha.master_connected() {
+    if !broker.store.role().is_master() && !slow && broker.ha.master_connected() {
         suggest = MASTER_ID;
         if code != response::SUCCESS {
             code = response::PULL_RETRY_IMMEDIATELY;

@@ -54,6 +54,9 @@ pub enum Tail {
 /// The valid records of `data` with their offsets, and how it ends.
 pub fn parse_records(data: &[u8]) -> (Vec<(u64, &[u8])>, Tail) {
     let mut records = Vec::new();
+    // Everything from here on is zero. Found once: checking the rest at every record made a
+    // run of zero-length records (8 zero bytes each, CRC included) quadratic.
+    let zeros_from = data.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
     let mut pos = 0usize;
     while pos < data.len() {
         let rest = &data[pos..];
@@ -61,7 +64,7 @@ pub fn parse_records(data: &[u8]) -> (Vec<(u64, &[u8])>, Tail) {
             offset: pos as u64,
             bytes: rest.len() as u64,
         };
-        if rest.iter().all(|b| *b == 0) {
+        if pos >= zeros_from {
             return (records, torn);
         }
         if rest.len() < HEADER_LEN {
@@ -218,6 +221,25 @@ mod tests {
             parse_records(&huge).1,
             Tail::Corrupt { offset: 11, .. }
         ));
+    }
+
+    #[test]
+    fn zero_length_records_are_read_in_linear_time() {
+        // 128 Ki records of 8 zero bytes then one byte: ~70 G byte comparisons (minutes) when
+        // every record rescanned the rest for the zero check, milliseconds now.
+        let mut data = vec![0u8; 1 << 20];
+        data.push(1);
+        let start = std::time::Instant::now();
+        let (records, tail) = parse_records(&data);
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        assert_eq!(records.len(), 1 << 17);
+        assert_eq!(
+            tail,
+            Tail::Torn {
+                offset: 1 << 20,
+                bytes: 1
+            }
+        );
     }
 
     #[test]

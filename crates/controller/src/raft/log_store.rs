@@ -174,12 +174,14 @@ impl LogStore {
                     ))
                 }
                 LogRecord::Entry(entry) => {
+                    // `None` inside: nothing follows index u64::MAX (damage, never a real log).
                     let expected = entries
                         .keys()
                         .next_back()
-                        .map(|i| i + 1)
-                        .or(last_purged.map(|p| p.index + 1));
-                    if expected.is_some_and(|e| e != entry.log_id.index) {
+                        .copied()
+                        .or(last_purged.map(|p| p.index))
+                        .map(|i| i.checked_add(1));
+                    if expected.is_some_and(|e| e != Some(entry.log_id.index)) {
                         return Err(StoreError::corrupt(
                             &log_path,
                             format!(
@@ -505,6 +507,23 @@ mod tests {
             LogStore::open(dir.path()),
             Err(StoreError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn refuses_an_entry_after_the_last_index() {
+        // Overflowed computing the next index (a panic in debug builds, and index 0 taken as
+        // following u64::MAX in release builds).
+        let dir = tempfile::tempdir().unwrap();
+        for first in [
+            LogRecord::Entry(entry(u64::MAX)),
+            LogRecord::Purged(entry(u64::MAX).log_id),
+        ] {
+            write_log(dir.path(), &[first, LogRecord::Entry(entry(0))]);
+            assert!(matches!(
+                LogStore::open(dir.path()),
+                Err(StoreError::Corrupt { .. })
+            ));
+        }
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub async fn elect(shared: &Arc<Shared>, broker_name: &str) {
     let request = ControllerRequest::ElectMaster(ElectMasterRequest::by_controller(broker_name));
     let attempts = shared.settings.read().elect_master_max_retry_count.max(1);
     for attempt in 1..=attempts {
+        if shared.controller().is_none() {
+            return; // shutting down
+        }
         let view = shared.heartbeats.view();
         let result = controller.submit(&request, &view).await;
         match result.code {

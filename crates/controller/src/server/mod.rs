@@ -8,8 +8,7 @@
 //! - [`processors`]: the processor table.
 //!
 //! Start-up: bind the port, start Raft with the TCP transport, then (a fresh store only) form
-//! the group from the peers; every controller of a fresh group does so with the same
-//! membership, which openraft accepts once and refuses after.
+//! the group from the peers ([`form_group`]).
 
 pub mod codec;
 pub mod duties;
@@ -59,10 +58,16 @@ pub struct Shared {
     /// Notifications to brokers.
     client: RemotingClient,
     started_ms: i64,
+    /// Set by shutdown: duties started by a closing connection stop instead of retrying
+    /// against a Raft that is going away.
+    closing: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
     fn controller(&self) -> Option<Arc<Controller>> {
+        if self.closing.load(std::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
         self.controller.get().cloned()
     }
 
@@ -111,6 +116,7 @@ impl ControllerServer {
             heartbeats: HeartbeatTable::new(clock.clone()),
             client: client.clone(),
             started_ms: clock.now_millis(),
+            closing: Default::default(),
             settings: parking_lot::RwLock::new(settings.clone()),
         });
         let mut table = processors::table(&shared);
@@ -179,11 +185,7 @@ impl ControllerServer {
                 .count()
                 == 0;
         if fresh {
-            // Every controller of a new group forms it with the same members; openraft
-            // refuses the call on a node that already has a membership, which is fine.
-            if let Err(e) = controller.initialize(peers.membership()).await {
-                tracing::debug!(error = %e, "group already formed");
-            }
+            tasks.push(tokio::spawn(form_group(controller.clone(), peers.clone())));
         }
         let _ = shared.controller.set(controller);
         tasks.push(tokio::spawn(expiry_scan(shared.clone())));
@@ -204,7 +206,11 @@ impl ControllerServer {
     /// The replicated controller.
     pub fn controller(&self) -> Arc<Controller> {
         // Set before `start` returns.
-        self.shared.controller().expect("controller runs")
+        self.shared
+            .controller
+            .get()
+            .cloned()
+            .expect("controller runs")
     }
 
     /// This controller's id as written in the peers.
@@ -225,6 +231,9 @@ impl ControllerServer {
 
     /// Stops serving; the Raft store stays for a restart.
     pub async fn shutdown(&self) {
+        self.shared
+            .closing
+            .store(true, std::sync::atomic::Ordering::Release);
         for t in &self.tasks {
             t.abort();
         }
@@ -234,6 +243,28 @@ impl ControllerServer {
         tracing::info!(id = self.self_name(), "controller stopped");
     }
 }
+
+/// Forms a new group. The controller with the lowest id does so at once; the others only if,
+/// some election timeouts later, no leader has reached them (the lowest one is down): all
+/// forming at once would start competing elections. openraft refuses a second formation on a
+/// node that already has members, so a late one is harmless.
+async fn form_group(controller: Arc<Controller>, peers: Peers) {
+    if peers.self_id() != 0 {
+        tokio::time::sleep(FORMATION_GRACE).await;
+        let metrics = controller.raft().metrics().borrow().clone();
+        if metrics.current_leader.is_some()
+            || metrics.membership_config.membership().nodes().count() > 0
+        {
+            return;
+        }
+    }
+    if let Err(e) = controller.initialize(peers.membership()).await {
+        tracing::debug!(error = %e, "group already formed");
+    }
+}
+
+/// How long a controller other than the lowest waits for the group to be formed.
+const FORMATION_GRACE: Duration = Duration::from_secs(6);
 
 fn interval(ms: u64) -> tokio::time::Interval {
     let mut tick = tokio::time::interval(Duration::from_millis(ms.max(10)));

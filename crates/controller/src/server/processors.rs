@@ -72,7 +72,7 @@ fn state_request(shared: &Arc<Shared>, req: &RemotingCommand) -> ProcessResult {
 
 async fn serve_state(shared: &Arc<Shared>, request: &ControllerRequest) -> ControllerResult {
     let Some(controller) = shared.controller() else {
-        return ControllerResult::success().fail(SYSTEM_ERROR, "controller starting");
+        return ControllerResult::success().fail(SYSTEM_ERROR, "controller starting or stopping");
     };
     let elect = match request {
         ControllerRequest::ElectMaster(e) => Some(e),

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+use crate::config::BrokerRole;
+
 use parking_lot::Mutex;
 use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::MessageToStore;
@@ -95,6 +97,8 @@ pub struct MessageStore {
     to_prepare: parking_lot::Mutex<std::collections::VecDeque<(String, i32)>>,
     lock: Mutex<Option<StoreLock>>,
     was_abnormal: bool,
+    /// `brokerRole` at open; changed by controller mode ([`MessageStore::set_role`]).
+    role: crate::role::RoleCell,
 }
 
 impl std::fmt::Debug for MessageStore {
@@ -217,6 +221,7 @@ impl MessageStore {
             lock: Mutex::new(Some(lock)),
             root,
             storage: storage.clone(),
+            role: crate::role::RoleCell::new(config.broker_role),
             config,
             was_abnormal,
         });
@@ -250,13 +255,18 @@ impl MessageStore {
                 &mut next_index_flush,
             ))
         })?;
-        // Delayed delivery writes messages: a slave gets them from its master instead.
-        if self.config.broker_role.is_master() {
+        // Delayed delivery writes messages: a slave gets them from its master instead. The
+        // worker runs on every store and delivers only while the role is a master's (the role
+        // changes in controller mode).
+        {
             let weak: Weak<MessageStore> = Arc::downgrade(self);
             let mut next_delay_persist = Instant::now();
             self.workers
                 .spawn("rocketpy-store-schedule", false, move || {
                     let store = weak.upgrade()?;
+                    if !store.role().is_master() {
+                        return Some(Duration::from_millis(500));
+                    }
                     Some(store.schedule_step(&mut next_delay_persist))
                 })?;
         }
@@ -313,13 +323,23 @@ impl MessageStore {
         self.queues.find(topic, queue_id)
     }
 
+    /// The replication role now (`brokerRole`, or what controller mode last set).
+    pub fn role(&self) -> BrokerRole {
+        self.role.get()
+    }
+
+    /// Changes the role (controller mode): a slave refuses puts from now on.
+    pub fn set_role(&self, role: BrokerRole) {
+        self.role.set(role);
+    }
+
     // -- put ------------------------------------------------------------------------------
 
     fn check_message(&self, msg: &MessageToStore) -> Result<()> {
         if self.shut_down.load(Ordering::Acquire) {
             return Err(StoreError::ShutDown);
         }
-        if !self.config.broker_role.is_master() {
+        if !self.role().is_master() {
             return Err(StoreError::SlaveRole);
         }
         self.clean.check_space()?;

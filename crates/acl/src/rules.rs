@@ -315,6 +315,18 @@ pub const BROKER: &[(i32, &str, Rule)] = &[
         Rule::Admin,
     ),
     (request::GET_BROKER_CONFIG, "GET_BROKER_CONFIG", Rule::Admin),
+    // Controller mode: the controller leader signs its notifications as an admin account,
+    // and mqadmin getBrokerEpoch reads the epoch table as one.
+    (
+        rocketpy_protocol::code::controller::request::NOTIFY_BROKER_ROLE_CHANGED,
+        "NOTIFY_BROKER_ROLE_CHANGED",
+        Rule::Admin,
+    ),
+    (
+        rocketpy_protocol::code::controller::request::GET_BROKER_EPOCH_CACHE,
+        "GET_BROKER_EPOCH_CACHE",
+        Rule::Admin,
+    ),
     (
         request::UPDATE_BROKER_CONFIG,
         "UPDATE_BROKER_CONFIG",

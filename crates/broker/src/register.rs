@@ -16,8 +16,9 @@ use rocketpy_protocol::RemotingCommand;
 use crate::state::BrokerInner;
 use rocketpy_remoting::lifecycle::{stopped, Stop};
 
-fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
+fn register_request(broker: &BrokerInner, broker_id: i64) -> Option<RemotingCommand> {
     let mut topics = broker.topics.snapshot();
+    topics.data_version.state_version = broker.state_version();
     // A broker that may not be written or read registers every topic with its own
     // permission (RocketMQ's registerBrokerAll), so clients route around it.
     let permission = broker.permission();
@@ -52,7 +53,7 @@ fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
                 broker.store_host.port().wrapping_add(1)
             )
         })),
-        broker_id: cfg.broker_id,
+        broker_id,
         compressed: Some(false),
         body_crc32: Some(crc.into()),
     };
@@ -70,6 +71,7 @@ fn register_request(broker: &BrokerInner) -> Option<RemotingCommand> {
 /// (an old or foreign one) would otherwise expire the broker.
 async fn needs_registration(
     broker: &BrokerInner,
+    broker_id: i64,
     addr: &str,
     version: &DataVersion,
     timeout: Duration,
@@ -84,7 +86,7 @@ async fn needs_registration(
             broker_name: cfg.broker_name.clone(),
             broker_addr: broker.broker_addr.clone(),
             cluster_name: cfg.broker_cluster_name.clone(),
-            broker_id: cfg.broker_id,
+            broker_id,
         })
         .with_body(body);
     let resp = match broker.namesrv.invoke(addr, req, timeout).await {
@@ -115,18 +117,23 @@ async fn needs_registration(
 pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
     let addrs = broker.config().namesrv_addrs();
     let timeout = Duration::from_millis(broker.config().register_broker_timeout_mills.max(100));
+    // Controller mode: nothing to register until the controller told the role.
+    let Some(broker_id) = broker.registration_id() else {
+        return;
+    };
     // A topic change after this read notifies `register_now`, whose registration is full.
-    let version = broker.topics.data_version();
+    let mut version = broker.topics.data_version();
+    version.state_version = broker.state_version();
     let mut tasks = Vec::new();
     for addr in addrs {
         let broker = broker.clone();
         let version = version.clone();
         tasks.push(tokio::spawn(async move {
-            if !force && !needs_registration(&broker, &addr, &version, timeout).await {
+            if !force && !needs_registration(&broker, broker_id, &addr, &version, timeout).await {
                 tracing::trace!(namesrv = %addr, "name server has this data version");
                 return;
             }
-            let Some(mut req) = register_request(&broker) else {
+            let Some(mut req) = register_request(&broker, broker_id) else {
                 return;
             };
             req.opaque = rocketpy_protocol::command::next_opaque();
@@ -183,7 +190,7 @@ pub async fn unregister_all(broker: &Arc<BrokerInner>) {
                 broker_name: cfg.broker_name.clone(),
                 broker_addr: broker.broker_addr.clone(),
                 cluster_name: cfg.broker_cluster_name.clone(),
-                broker_id: cfg.broker_id,
+                broker_id: broker.registration_id().unwrap_or(cfg.broker_id),
             },
         );
         if let Err(e) = broker.namesrv.invoke(&addr, req, timeout).await {

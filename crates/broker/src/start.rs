@@ -161,6 +161,18 @@ impl Broker {
         let config_dir = settings.store.store_path_root_dir.join("config");
         let filters = crate::filter::open(&settings.broker, &config_dir, clock.now_millis())?;
         let store = open_store(&settings, &filters).await?;
+        let controller_mode = settings.controller.enable_controller_mode;
+        let epochs = match controller_mode {
+            // Fenced: a slave's store (no writes) until the controller tells the role.
+            true => {
+                store.set_role(rocketpy_store::BrokerRole::Slave);
+                let root = &settings.store.store_path_root_dir;
+                Some(ha::epoch_file::EpochFile::open(
+                    &settings.controller.epoch_file(root),
+                )?)
+            }
+            false => None,
+        };
         let tables = load_tables(&settings, &store, filters)?;
         let mut guards = guards(&settings)?;
 
@@ -196,7 +208,8 @@ impl Broker {
             })?,
             None => advertised_ip(&cfg.bind_address),
         };
-        let ha_listener = match settings.store.broker_role.is_master() {
+        // In controller mode every replica may become master: its HA port is open from start.
+        let ha_listener = match settings.store.broker_role.is_master() || controller_mode {
             true => Some(
                 ha::master::bind(&cfg.bind_address, settings.store.ha_listen_port, port)
                     .await
@@ -229,6 +242,7 @@ impl Broker {
             ha_addr,
             client_tls,
             clock,
+            epochs,
         );
         if inner.settings.store.broker_role.is_master() {
             // Before any request is served: pops must see the checkpoints of the last run.
@@ -336,15 +350,45 @@ fn build_state(
     ha_addr: Option<String>,
     client_tls: Option<rocketpy_remoting::ClientTls>,
     clock: Clock,
+    epochs: Option<ha::epoch_file::EpochFile>,
 ) -> Arc<BrokerInner> {
     let hold = Arc::new(PullHoldService::new());
     let pop = Arc::new(tables.pop);
     let ha_service = Arc::new(ha::HaService::default());
+    let namesrv = RemotingClient::new(
+        ClientConfig {
+            credentials: settings.broker.credentials(),
+            tls: client_tls,
+            ..ClientConfig::default()
+        },
+        None,
+        tokio::runtime::Handle::current(),
+    );
+    let replicas = epochs.map(|epochs| {
+        let cm = &settings.controller;
+        let client = crate::controller_mode::client::ControllerClient::new(
+            namesrv.clone(),
+            cm.controller_addrs(),
+            &settings.broker.broker_cluster_name,
+            &settings.broker.broker_name,
+            &store_host.to_string(),
+        );
+        let identity = crate::controller_mode::identity::IdentityFile::new(
+            &cm.identity_file(&settings.store.store_path_root_dir),
+        );
+        Arc::new(crate::controller_mode::replicas::ReplicasManager::new(
+            cm.clone(),
+            client,
+            identity,
+            epochs,
+        ))
+    });
     // The store was just opened, so no other listener can be set yet.
     let _first = store.set_arriving_listener(Arc::new(ha::Arrivals {
         hold: hold.clone(),
         pop: pop.clone(),
         ha: ha_service.clone(),
+        autoswitch: replicas.as_ref().map(|r| r.grown.clone()),
     }));
     if let Some(addr) = &settings.store.ha_master_address {
         ha_service.set_master(Some(addr.clone()), None, false);
@@ -356,15 +400,7 @@ fn build_state(
     Arc::new(BrokerInner {
         broker_addr: store_host.to_string(),
         store_host,
-        namesrv: RemotingClient::new(
-            ClientConfig {
-                credentials: settings.broker.credentials(),
-                tls: client_tls,
-                ..ClientConfig::default()
-            },
-            None,
-            tokio::runtime::Handle::current(),
-        ),
+        namesrv,
         settings,
         store,
         topics: tables.topics,
@@ -386,6 +422,7 @@ fn build_state(
         permission: std::sync::atomic::AtomicI32::new(permission),
         metrics: guards.metrics.take(),
         acl: guards.acl.clone(),
+        replicas,
         clock,
     })
 }
@@ -421,9 +458,25 @@ async fn spawn_services(
     let mut services = Services::default();
     let signal = services.stop_signal();
     let stop = || signal.clone();
-    match ha_listener {
-        Some(listener) => services.spawn(ha::master::serve(inner.clone(), listener, stop())),
-        None => {
+    match (&inner.replicas, ha_listener) {
+        (Some(replicas), listener) => {
+            use crate::controller_mode::{ha_loops, replicas as cm};
+            services.spawn(cm::run(replicas.clone(), inner.clone(), stop()));
+            if let Some(listener) = listener {
+                services.spawn(ha_loops::accept(
+                    replicas.clone(),
+                    inner.clone(),
+                    listener,
+                    stop(),
+                ));
+            }
+            services.spawn(ha_loops::follow(replicas.clone(), inner.clone(), stop()));
+            services.spawn(ha::sync::run(inner.clone(), stop()));
+        }
+        (None, Some(listener)) => {
+            services.spawn(ha::master::serve(inner.clone(), listener, stop()))
+        }
+        (None, None) => {
             services.spawn(ha::slave::run(inner.clone(), stop()));
             services.spawn(ha::sync::run(inner.clone(), stop()));
         }
@@ -450,7 +503,9 @@ async fn spawn_services(
     services.spawn(transaction::check::check_loop(inner.clone(), stop()));
     services.spawn(housekeeping::sample_stats(inner.clone(), stop()));
     services.spawn(housekeeping::tables(inner.clone(), stop()));
-    if inner.settings.store.broker_role.is_master() {
+    // Not yet in controller mode: pop revival and timer delivery write messages and are
+    // started for a fixed master only (issue 43 note).
+    if inner.settings.store.broker_role.is_master() && inner.replicas.is_none() {
         services.spawn(housekeeping::revive(inner.clone(), stop()));
         services.spawn(timer::deliver::timer_loop(inner.clone(), stop()));
     }

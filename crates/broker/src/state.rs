@@ -70,6 +70,8 @@ pub struct BrokerInner {
     pub metrics: Option<metrics::BrokerMetrics>,
     /// The ACL (`aclEnable=true`): processors ask it about the stored messages requests name.
     pub acl: Option<Arc<rocketpy_acl::Acl>>,
+    /// Controller mode's state (`enableControllerMode=true`), else `None`.
+    pub replicas: Option<Arc<crate::controller_mode::replicas::ReplicasManager>>,
     /// The broker's time: pop invisibility, timer delivery, transaction checks, expiry and
     /// the times it stamps all read it (a manual clock in tests).
     pub clock: Clock,
@@ -84,6 +86,23 @@ impl BrokerInner {
     /// Broker config.
     pub fn config(&self) -> &BrokerConfig {
         &self.settings.broker
+    }
+
+    /// The id to register with name servers: `brokerId`, or in controller mode 0 as master
+    /// and the controller id as slave; `None` while controller mode has not told the role.
+    pub fn registration_id(&self) -> Option<i64> {
+        match &self.replicas {
+            Some(r) => r.registration_id(),
+            None => Some(self.config().broker_id),
+        }
+    }
+
+    /// The state version registered with name servers (controller mode's master epoch, so a
+    /// deposed master's registration loses to the new master's).
+    pub fn state_version(&self) -> i64 {
+        self.replicas
+            .as_ref()
+            .map_or(0, |r| i64::from(r.master_epoch()))
     }
 
     /// The broker's permission now (`brokerPermission`, see [`BrokerInner::permission`]).

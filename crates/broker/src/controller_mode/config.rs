@@ -78,10 +78,7 @@ impl ControllerModeConfig {
         if self.controller_addrs().is_empty() {
             return Err("enableControllerMode=true needs controllerAddr (the controllers' host:port;host:port)".into());
         }
-        // What is built so far: the controller (`rocketpy controller`, or
-        // enableControllerInNamesrv) and these pieces of the broker's side; a broker does not
-        // yet run in controller mode, and saying so beats running as a plain master.
-        Err("enableControllerMode=true: rocketpy's brokers cannot run in controller mode yet (issue 43: the controller runs; the broker's side is being built). Run a SYNC_MASTER and a SLAVE with brokerRole for replication without automatic failover".into())
+        Ok(())
     }
 }
 
@@ -89,10 +86,10 @@ impl ControllerModeConfig {
 mod tests {
     use crate::config::BrokerSettings;
 
-    /// RocketMQ's quick-start broker of controller mode: every key is read (none ignored), and
-    /// the broker refuses to start rather than run as a plain master.
+    /// RocketMQ's quick-start broker of controller mode: every key is read (none ignored);
+    /// without controllers to ask, it refuses to start.
     #[test]
-    fn reads_rocketmqs_keys_and_refuses_loudly() {
+    fn reads_rocketmqs_keys() {
         let mut s = BrokerSettings::new("/tmp/rocketpy-test-store");
         s.apply_properties(
             "brokerClusterName = DefaultCluster\nbrokerName = broker-a\nbrokerId = -1\nbrokerRole = SLAVE\nenableControllerMode = true\ncontrollerAddr = 127.0.0.1:9878\nallAckInSyncStateSet=true\n",
@@ -101,8 +98,7 @@ mod tests {
         assert!(s.controller.enable_controller_mode);
         assert!(s.controller.all_ack_in_sync_state_set);
         assert_eq!(s.controller.controller_addrs(), ["127.0.0.1:9878"]);
-        let err = s.validate().unwrap_err().to_string();
-        assert!(err.contains("controller mode"), "{err}");
+        s.validate().unwrap();
         s.controller.controller_addr.clear();
         assert!(s
             .validate()

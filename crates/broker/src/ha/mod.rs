@@ -171,6 +171,8 @@ pub struct Arrivals {
     pub hold: Arc<PullHoldService>,
     pub pop: Arc<crate::pop::PopService>,
     pub ha: Arc<HaService>,
+    /// Controller mode's replica connections (`autoswitch`), woken on every growth.
+    pub autoswitch: Option<Arc<Notify>>,
 }
 
 impl MessageArrivingListener for Arrivals {
@@ -179,6 +181,9 @@ impl MessageArrivingListener for Arrivals {
         self.pop.wake(topic);
         if self.ha.slave_count() > 0 {
             self.ha.grown.notify_waiters();
+        }
+        if let Some(grown) = &self.autoswitch {
+            grown.notify_waiters();
         }
     }
 }

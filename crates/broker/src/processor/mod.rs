@@ -229,6 +229,18 @@ fn register_admin(t: &mut ProcessorTable, slot: &BrokerSlot) {
         request::INVOKE_BROKER_TO_RESET_OFFSET,
         route(slot, reset_offset::invoke_reset_offset),
     );
+    {
+        use crate::controller_mode::processors as cm;
+        use rocketpy_protocol::code::controller::request as controller;
+        t.register(
+            controller::NOTIFY_BROKER_ROLE_CHANGED,
+            route(slot, cm::notify_role_changed),
+        );
+        t.register(
+            controller::GET_BROKER_EPOCH_CACHE,
+            route(slot, cm::epoch_cache),
+        );
+    }
 }
 
 /// A SUCCESS response to `req`.
@@ -319,6 +331,12 @@ pub(crate) fn with_store_wait(
     let timeout = std::time::Duration::from_millis(broker.settings.store.sync_flush_timeout);
     let slave_timeout = std::time::Duration::from_millis(broker.settings.store.slave_timeout);
     let ha = broker.ha.clone();
+    // Controller mode: a SYNC write waits for every replica of the SyncStateSet (RocketMQ's
+    // allAckInSyncStateSet; with a set of one, the master alone).
+    let in_sync = broker
+        .replicas
+        .as_ref()
+        .and_then(|r| r.ha_master().cloned());
     let master_end = broker.store.commit_log_range().1;
     let fall_behind_max = broker.settings.store.ha_slave_fallbehind_max;
     Reply::Later(Box::pin(async move {
@@ -327,7 +345,11 @@ pub(crate) fn with_store_wait(
                 resp.code = response::FLUSH_DISK_TIMEOUT;
             }
         }
-        if let Some(end) = replica_end {
+        if let (Some(end), Some(in_sync)) = (replica_end, &in_sync) {
+            if !in_sync.wait_for_all(end, slave_timeout).await {
+                resp.code = response::FLUSH_SLAVE_TIMEOUT;
+            }
+        } else if let Some(end) = replica_end {
             match ha
                 .wait_for(end, master_end, fall_behind_max, slave_timeout)
                 .await

@@ -5,6 +5,7 @@
 mod admin;
 mod broker;
 mod config_files;
+mod controller_mode;
 mod filter;
 mod ha;
 mod namesrv;

@@ -1,0 +1,160 @@
+//! Controller mode end to end in this process: a controller, a name server and two brokers of
+//! one group. The first broker is elected master and the second follows it over the AutoSwitch
+//! HA protocol and joins the SyncStateSet; a SYNC write is acknowledged once both have it; the
+//! master stops and the controller makes the replica master, which takes writes with every
+//! acknowledged message; the old master comes back as a replica of the new one.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rocketpy_broker::{Broker, BrokerSettings};
+use rocketpy_controller::server::{ControllerServer, ControllerSettings};
+use rocketpy_namesrv::{NameServer, NamesrvConfig};
+
+use crate::wire::Wire;
+
+const SEND_MESSAGE: i32 = 10;
+const SUCCESS: i32 = 0;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn send(addr: &str, body: &[u8]) -> crate::wire::Frame {
+    let mut w = Wire::connect(addr.parse().unwrap());
+    w.call(
+        SEND_MESSAGE,
+        &[
+            ("producerGroup", "p"),
+            ("topic", "Orders"),
+            ("defaultTopic", "TBW102"),
+            ("defaultTopicQueueNums", "1"),
+            ("queueId", "0"),
+            ("sysFlag", "0"),
+            ("bornTimestamp", "1700000000001"),
+            ("flag", "0"),
+            ("reconsumeTimes", "0"),
+            ("unitMode", "false"),
+        ],
+        body,
+    )
+}
+
+fn broker(rt: &tokio::runtime::Runtime, store: &Path, namesrv: &str, controller: &str) -> Broker {
+    let mut settings = BrokerSettings::new(store);
+    for (k, v) in crate::BROKER_TEST_SETTINGS {
+        settings.set(k, v).unwrap();
+    }
+    for (k, v) in [
+        ("namesrvAddr", namesrv),
+        ("brokerName", "broker-a"),
+        ("brokerRole", "SLAVE"),
+        ("brokerId", "-1"),
+        ("enableControllerMode", "true"),
+        ("controllerAddr", controller),
+        ("allAckInSyncStateSet", "true"),
+        ("syncBrokerMetadataPeriod", "200"),
+        ("checkSyncStateSetPeriod", "200"),
+        ("brokerHeartbeatInterval", "100"),
+        ("registerNameServerPeriod", "1000"),
+        ("haSendHeartbeatInterval", "200"),
+        ("slaveTimeout", "5000"),
+    ] {
+        settings.set(k, v).unwrap();
+    }
+    rt.block_on(Broker::start(settings)).unwrap()
+}
+
+fn role_id(b: &Broker) -> Option<i64> {
+    b.inner().registration_id()
+}
+
+#[test]
+fn a_group_fails_over_to_its_in_sync_replica() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let namesrv = rt
+        .block_on(NameServer::start(NamesrvConfig {
+            bind_address: "127.0.0.1".into(),
+            listen_port: 0,
+            ..NamesrvConfig::default()
+        }))
+        .unwrap();
+    let mut cs = ControllerSettings::default();
+    let peers = format!("n0-127.0.0.1:{}", free_port());
+    for (k, v) in [
+        ("controllerDLegerPeers", peers.as_str()),
+        ("controllerDLegerSelfId", "n0"),
+        (
+            "controllerStorePath",
+            &dir.path().join("controller").display().to_string(),
+        ),
+        ("electionWarmUpMillis", "0"),
+        ("scanNotActiveBrokerInterval", "200"),
+        ("scanInactiveMasterInterval", "200"),
+    ] {
+        cs.set(k, v).unwrap();
+    }
+    let controller = rt
+        .block_on(ControllerServer::start(cs, Default::default()))
+        .unwrap();
+    let caddr = controller.local_addr().to_string();
+    let naddr = namesrv.local_addr().to_string();
+
+    let a = broker(&rt, &dir.path().join("a"), &naddr, &caddr);
+    wait_for("a to be master", || role_id(&a) == Some(0));
+    let b = broker(&rt, &dir.path().join("b"), &naddr, &caddr);
+    wait_for("b to follow", || role_id(&b) == Some(2));
+    wait_for("b in the SyncStateSet", || {
+        a.inner()
+            .replicas
+            .as_ref()
+            .and_then(|r| r.ha_master().cloned())
+            .is_some_and(|m| m.sync_state_set().len() == 2)
+    });
+    for i in 0..5 {
+        let r = send(a.broker_addr(), format!("m{i}").as_bytes());
+        assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
+    }
+    let acked_end = a.inner().store.commit_log_range().1;
+    wait_for("b to have every acknowledged byte", || {
+        b.inner().store.commit_log_range().1 >= acked_end
+    });
+
+    // The master goes away: its connections to the controller close.
+    rt.block_on(a.shutdown()).unwrap();
+    drop(a);
+    wait_for("b to become master", || role_id(&b) == Some(0));
+    let r = send(b.broker_addr(), b"after failover");
+    assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
+    assert!(b.inner().store.commit_log_range().1 > acked_end);
+
+    // The old master returns as a replica of the new one, with the same id.
+    let a = broker(&rt, &dir.path().join("a"), &naddr, &caddr);
+    wait_for("a to follow b", || role_id(&a) == Some(1));
+    let end = b.inner().store.commit_log_range().1;
+    wait_for("a to catch up", || {
+        a.inner().store.commit_log_range().1 >= end
+    });
+
+    rt.block_on(a.shutdown()).unwrap();
+    rt.block_on(b.shutdown()).unwrap();
+    rt.block_on(controller.shutdown());
+    rt.block_on(namesrv.shutdown());
+}

@@ -36,6 +36,16 @@ impl PullHoldService {
         let _ = rx.wait_for(|s| *s).await;
     }
 
+    /// Wakes every held pull to look again (controller mode: the confirm offset moved, which
+    /// makes messages readable that arrived earlier).
+    pub fn wake_all(&self) {
+        for queues in self.queues.read().values() {
+            for n in queues.values() {
+                n.notify_waiters();
+            }
+        }
+    }
+
     /// The notifier of a queue, created on first use.
     pub fn notifier(&self, topic: &str, queue_id: i32) -> Arc<Notify> {
         if let Some(n) = self.queues.read().get(topic).and_then(|q| q.get(&queue_id)) {

@@ -383,6 +383,13 @@ fn build_state(
             epochs,
         ))
     });
+    if let Some(r) = &replicas {
+        // Controller mode: consumers read only what every in-sync replica has.
+        let manager = Arc::downgrade(r);
+        store.set_read_limit(Arc::new(move || {
+            manager.upgrade().map_or(0, |m| m.read_limit())
+        }));
+    }
     // The store was just opened, so no other listener can be set yet.
     let _first = store.set_arriving_listener(Arc::new(ha::Arrivals {
         hold: hold.clone(),

@@ -100,6 +100,10 @@ pub(crate) struct QueueReader<'a> {
     /// Bytes behind the CommitLog's end beyond which a record is likely out of the page cache
     /// (`accessMessageInMemoryMaxRatio` of RAM): such reads transfer less per pull.
     pub memory_for_cache: i64,
+    /// No record ending past this CommitLog offset is served (controller mode's confirm
+    /// offset: bytes every in-sync replica has; `i64::MAX` otherwise). A read stops at the
+    /// first such record, so queue order is kept and the rest is served once confirmed.
+    pub read_limit: i64,
 }
 
 impl QueueReader<'_> {
@@ -161,6 +165,9 @@ impl QueueReader<'_> {
                     scanned += 1;
                     continue;
                 }
+            }
+            if unit.commit_log_offset.saturating_add(i64::from(unit.size)) > self.read_limit {
+                break;
             }
             let in_disk = max_offset_py - unit.commit_log_offset > self.memory_for_cache;
             if self.batch_full(unit.size as usize, max_msg_nums, &result, in_disk) {

@@ -129,6 +129,17 @@ impl ReplicasManager {
         self.ha_slave.get()
     }
 
+    /// Where reads stop: the master's confirm offset, the confirm offset a slave last heard
+    /// from its master, nothing while fenced (this store may hold bytes a new master does not
+    /// have).
+    pub fn read_limit(&self) -> i64 {
+        match &*self.role.borrow() {
+            Role::Master => self.ha_master.get().map_or(0, |m| m.confirm_offset()),
+            Role::Slave { .. } => self.ha_slave.get().map_or(0, |s| s.confirm_offset().max(0)),
+            Role::Fenced => 0,
+        }
+    }
+
     fn beat(&self, broker: &BrokerInner) -> Beat {
         let max = broker.store.commit_log_range().1;
         let confirm = match (self.ha_master.get(), self.ha_slave.get()) {
@@ -249,6 +260,13 @@ pub async fn run(manager: Arc<ReplicasManager>, broker: Arc<BrokerInner>, mut st
         broker_id,
     )));
     tracing::info!(broker_id, "joined the controller group");
+    if let Some(master) = manager.ha_master.get() {
+        tokio::spawn(wake_readers(
+            master.subscribe(),
+            broker.clone(),
+            stop.clone(),
+        ));
+    }
     let heartbeat = ControllerModeConfig::period(manager.config.broker_heartbeat_interval);
     let poll = ControllerModeConfig::period(manager.config.sync_broker_metadata_period);
     let check = ControllerModeConfig::period(manager.config.check_sync_state_set_period);
@@ -273,6 +291,21 @@ pub async fn run(manager: Arc<ReplicasManager>, broker: Arc<BrokerInner>, mut st
             _ = stopped(&mut stop) => return,
             _ = tokio::time::sleep(heartbeat) => {}
         }
+    }
+}
+
+/// Held pulls and pops look again when replicas acknowledge (the confirm offset moves):
+/// messages that arrived while unconfirmed become readable then, not at the hold's timeout.
+/// At most one wake-up per few milliseconds, however fast acks come.
+async fn wake_readers(mut changes: watch::Receiver<u64>, broker: Arc<BrokerInner>, mut stop: Stop) {
+    loop {
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            _ = stopped(&mut stop) => return,
+        }
+        broker.hold.wake_all();
+        broker.pop.wake_all();
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
     }
 }
 

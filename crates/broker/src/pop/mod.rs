@@ -164,6 +164,13 @@ impl PopService {
             .clone()
     }
 
+    /// Wakes every waiting pop (controller mode: the confirm offset moved).
+    pub fn wake_all(&self) {
+        for n in self.waiters.lock().values() {
+            n.notify_waiters();
+        }
+    }
+
     /// Wakes pops waiting on `topic` (a message arrived, a FIFO queue was released).
     pub fn wake(&self, topic: &str) {
         if let Some(n) = self.waiters.lock().get(topic) {

@@ -99,7 +99,12 @@ pub struct MessageStore {
     was_abnormal: bool,
     /// `brokerRole` at open; changed by controller mode ([`MessageStore::set_role`]).
     role: crate::role::RoleCell,
+    /// Controller mode's confirm offset ([`MessageStore::set_read_limit`]).
+    read_limit: OnceLock<ReadLimit>,
 }
+
+/// Where reads stop (see [`MessageStore::set_read_limit`]).
+pub type ReadLimit = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 impl std::fmt::Debug for MessageStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -222,6 +227,7 @@ impl MessageStore {
             root,
             storage: storage.clone(),
             role: crate::role::RoleCell::new(config.broker_role),
+            read_limit: OnceLock::new(),
             config,
             was_abnormal,
         });
@@ -331,6 +337,18 @@ impl MessageStore {
     /// Changes the role (controller mode): a slave refuses puts from now on.
     pub fn set_role(&self, role: BrokerRole) {
         self.role.set(role);
+    }
+
+    /// Makes queue reads stop before any record that ends past `limit()` (controller mode's
+    /// confirm offset: a consumer never reads bytes that a replica the controller may elect
+    /// lacks, which a failover could take back). Set once; `false` if already set.
+    pub fn set_read_limit(&self, limit: ReadLimit) -> bool {
+        self.read_limit.set(limit).is_ok()
+    }
+
+    /// Where queue reads stop now (`i64::MAX` without a limit).
+    pub fn read_limit(&self) -> i64 {
+        self.read_limit.get().map_or(i64::MAX, |f| f())
     }
 
     // -- put ------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ impl MessageStore {
             commit_log: &self.commit_log,
             config: &self.config,
             memory_for_cache: self.memory_for_cache,
+            read_limit: self.read_limit(),
         }
         .get(
             self.queues.find(topic, queue_id),

@@ -222,3 +222,34 @@ fn slave_ahead_of_its_master_cuts_back() {
     master.shutdown().unwrap();
     slave.shutdown().unwrap();
 }
+
+/// Controller mode: reads stop before the first record past the confirm offset (in queue
+/// order), and a role changed to slave refuses puts at once.
+#[test]
+fn reads_stop_at_the_read_limit_and_a_deposed_master_refuses_puts() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(dir.path(), BrokerRole::SyncMaster);
+    let limit = Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let l = limit.clone();
+    assert!(store.set_read_limit(Arc::new(
+        move || l.load(std::sync::atomic::Ordering::Acquire)
+    )));
+    let mut ends = Vec::new();
+    for i in 0..3 {
+        let r = store.put_message(numbered("T", 0, i)).unwrap();
+        ends.push(r.append.wrote_offset + i64::from(r.append.wrote_bytes));
+    }
+    let read = |n| crate::common::read_all(&store, "T", 0).len() == n;
+    assert!(read(0));
+    limit.store(ends[1], std::sync::atomic::Ordering::Release);
+    assert!(read(2));
+    limit.store(ends[1] + 1, std::sync::atomic::Ordering::Release);
+    assert!(read(2));
+    limit.store(ends[2], std::sync::atomic::Ordering::Release);
+    assert!(read(3));
+    store.set_role(BrokerRole::Slave);
+    assert!(matches!(
+        store.put_message(numbered("T", 0, 9)),
+        Err(StoreError::SlaveRole)
+    ));
+}

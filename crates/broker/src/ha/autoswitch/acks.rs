@@ -77,11 +77,14 @@ impl Table {
         others.map(|id| (*id, self.slaves.get(id)))
     }
 
-    /// The smallest ack of the connected members, capped by the CommitLog end `max`.
+    /// The smallest ack of the members, capped by the CommitLog end `max`. A member whose
+    /// connection dropped holds it at its last ack until the controller confirms the set
+    /// without it, and a member never heard from holds it at 0: readers never see bytes a
+    /// member of the set, which the controller may elect, lacks.
     pub(super) fn confirm(&self, max: i64) -> i64 {
         self.others()
-            .filter_map(|(_, s)| s.filter(|s| s.info.connected))
-            .fold(max, |low, s| low.min(s.info.acked))
+            .fold(max, |low, (_, s)| low.min(s.map_or(0, |s| s.info.acked)))
+            .max(0)
     }
 
     /// Whether every member but the master acknowledged `end` (connected now or not: an ack

@@ -95,12 +95,18 @@ impl AutoSwitchMaster {
         t.slaves.iter().map(|(id, s)| (*id, s.info)).collect()
     }
 
-    /// The smallest ack of the connected SyncStateSet members, capped by the CommitLog end
-    /// (the end itself when the set is the master alone). A member without a connection does
-    /// not hold it back (§4.3: such a member is dropped from the set at once).
+    /// The smallest ack of the SyncStateSet members, capped by the CommitLog end (the end
+    /// itself when the set is the master alone). A member without a connection holds it at
+    /// its last ack until the controller has confirmed the set without it (a shrink goes
+    /// through the controller first), so readers never see bytes an electable replica lacks.
     pub fn confirm_offset(&self) -> i64 {
         let max = self.store.commit_log_range().1;
         self.table.lock().confirm(max)
+    }
+
+    /// Changes of the acks or the set (the confirm offset may have moved).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// Waits until every SyncStateSet member but the master acknowledged `end` (a SYNC put

@@ -320,7 +320,8 @@ async fn confirm_offset_and_sync_waits_move_only_with_acks() {
     })
     .await;
 
-    // A lost connection: dropped from the proposal, and no longer holding confirm back.
+    // A lost connection: dropped from the proposal, but it holds confirm at its last ack
+    // until the set without it is confirmed (the controller could still elect it).
     master.set_sync_state_set(BTreeSet::from([2]));
     put(&store, "d", 5);
     assert_eq!(master.confirm_offset(), c);
@@ -333,6 +334,8 @@ async fn confirm_offset_and_sync_waits_move_only_with_acks() {
         master.caught_up_slaves(clock.now_millis(), 1_000),
         BTreeSet::from([1])
     );
+    assert_eq!(master.confirm_offset(), c);
+    master.set_sync_state_set(BTreeSet::from([1]));
     assert_eq!(master.confirm_offset(), store.commit_log_range().1);
 }
 
@@ -357,8 +360,11 @@ fn a_reconnection_takes_over_and_learners_never_join() {
     );
     t.current(2, new).unwrap().record_ack(500, 500, 40);
     assert_eq!(t.proposal(500, 0, 40, 1_000), BTreeSet::from([1, 2]));
-    // A disconnected member holds nothing back (it is dropped from the proposal too).
+    // A disconnected member is dropped from the proposal, and holds confirm at its last ack
+    // until the set without it is in force; a member never heard from holds it at 0.
     t.current(2, new).unwrap().info.connected = false;
-    assert_eq!(t.confirm(900), 900);
+    assert_eq!(t.confirm(900), 500);
     assert_eq!(t.proposal(900, 0, 40, 1_000), BTreeSet::from([1]));
+    t.set_sss(BTreeSet::from([2, 4]));
+    assert_eq!(t.confirm(900), 0);
 }

@@ -5,6 +5,7 @@
 //! it answers ([`processors`]). The sessions between the group's brokers are
 //! `crate::ha::autoswitch`.
 
+pub mod acks;
 pub mod client;
 pub mod config;
 pub mod ha_loops;

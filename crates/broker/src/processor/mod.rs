@@ -331,8 +331,8 @@ pub(crate) fn with_store_wait(
     let timeout = std::time::Duration::from_millis(broker.settings.store.sync_flush_timeout);
     let slave_timeout = std::time::Duration::from_millis(broker.settings.store.slave_timeout);
     let ha = broker.ha.clone();
-    // Controller mode: a SYNC write waits for every replica of the SyncStateSet (RocketMQ's
-    // allAckInSyncStateSet; with a set of one, the master alone).
+    // Controller mode: a SYNC write waits for the in-sync replicas (controller_mode::acks).
+    let need = crate::controller_mode::acks::AckNeed::of(&broker.settings.controller);
     let in_sync = broker
         .replicas
         .as_ref()
@@ -346,7 +346,7 @@ pub(crate) fn with_store_wait(
             }
         }
         if let (Some(end), Some(in_sync)) = (replica_end, &in_sync) {
-            if !in_sync.wait_for_all(end, slave_timeout).await {
+            if !crate::controller_mode::acks::wait(in_sync, need, end, slave_timeout).await {
                 resp.code = response::FLUSH_SLAVE_TIMEOUT;
             }
         } else if let Some(end) = replica_end {

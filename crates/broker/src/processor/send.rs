@@ -92,6 +92,9 @@ pub fn process(
             crate::timer::deliver::redirect(broker, msg)?;
         }
     }
+    if wait {
+        crate::controller_mode::acks::check_in_sync_replicas(broker)?;
+    }
     let appended = broker
         .store
         .put_messages_nowait(&msgs)

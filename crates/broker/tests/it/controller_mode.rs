@@ -53,6 +53,16 @@ fn send(addr: &str, body: &[u8]) -> crate::wire::Frame {
 }
 
 fn broker(rt: &tokio::runtime::Runtime, store: &Path, namesrv: &str, controller: &str) -> Broker {
+    broker_with(rt, store, namesrv, controller, &[])
+}
+
+fn broker_with(
+    rt: &tokio::runtime::Runtime,
+    store: &Path,
+    namesrv: &str,
+    controller: &str,
+    extra: &[(&str, &str)],
+) -> Broker {
     let mut settings = BrokerSettings::new(store);
     for (k, v) in crate::BROKER_TEST_SETTINGS {
         settings.set(k, v).unwrap();
@@ -71,7 +81,10 @@ fn broker(rt: &tokio::runtime::Runtime, store: &Path, namesrv: &str, controller:
         ("registerNameServerPeriod", "1000"),
         ("haSendHeartbeatInterval", "200"),
         ("slaveTimeout", "5000"),
-    ] {
+    ]
+    .iter()
+    .chain(extra)
+    {
         settings.set(k, v).unwrap();
     }
     rt.block_on(Broker::start(settings)).unwrap()
@@ -81,14 +94,11 @@ fn role_id(b: &Broker) -> Option<i64> {
     b.inner().registration_id()
 }
 
-#[test]
-fn a_group_fails_over_to_its_in_sync_replica() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+/// A name server and one controller, in `dir`.
+fn cluster(
+    rt: &tokio::runtime::Runtime,
+    dir: &Path,
+) -> (NameServer, ControllerServer, String, String) {
     let namesrv = rt
         .block_on(NameServer::start(NamesrvConfig {
             bind_address: "127.0.0.1".into(),
@@ -103,7 +113,7 @@ fn a_group_fails_over_to_its_in_sync_replica() {
         ("controllerDLegerSelfId", "n0"),
         (
             "controllerStorePath",
-            &dir.path().join("controller").display().to_string(),
+            &dir.join("controller").display().to_string(),
         ),
         ("electionWarmUpMillis", "0"),
         ("scanNotActiveBrokerInterval", "200"),
@@ -116,6 +126,22 @@ fn a_group_fails_over_to_its_in_sync_replica() {
         .unwrap();
     let caddr = controller.local_addr().to_string();
     let naddr = namesrv.local_addr().to_string();
+    (namesrv, controller, naddr, caddr)
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_group_fails_over_to_its_in_sync_replica() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (namesrv, controller, naddr, caddr) = cluster(&rt, dir.path());
 
     let a = broker(&rt, &dir.path().join("a"), &naddr, &caddr);
     wait_for("a to be master", || role_id(&a) == Some(0));
@@ -155,6 +181,44 @@ fn a_group_fails_over_to_its_in_sync_replica() {
 
     rt.block_on(a.shutdown()).unwrap();
     rt.block_on(b.shutdown()).unwrap();
+    rt.block_on(controller.shutdown());
+    rt.block_on(namesrv.shutdown());
+}
+
+/// With `minInSyncReplicas=2`, a master alone refuses SYNC writes (nothing is stored) until a
+/// replica joins its SyncStateSet.
+#[test]
+fn a_master_without_enough_in_sync_replicas_refuses_writes() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let (namesrv, controller, naddr, caddr) = cluster(&rt, dir.path());
+    let min = [("minInSyncReplicas", "2")];
+    let a = broker_with(&rt, &dir.path().join("a"), &naddr, &caddr, &min);
+    wait_for("a to be master", || role_id(&a) == Some(0));
+    let before = a.inner().store.commit_log_range().1;
+    let r = send(a.broker_addr(), b"alone");
+    assert_ne!(r.code, SUCCESS);
+    assert!(
+        r.remark
+            .as_deref()
+            .unwrap_or("")
+            .contains("in-sync replicas not enough"),
+        "{:?}",
+        r.remark
+    );
+    assert_eq!(a.inner().store.commit_log_range().1, before);
+    let b = broker_with(&rt, &dir.path().join("b"), &naddr, &caddr, &min);
+    wait_for("b in the SyncStateSet", || {
+        a.inner()
+            .replicas
+            .as_ref()
+            .and_then(|r| r.ha_master().cloned())
+            .is_some_and(|m| m.sync_state_set().len() == 2)
+    });
+    let r = send(a.broker_addr(), b"with a replica");
+    assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
+    rt.block_on(b.shutdown()).unwrap();
+    rt.block_on(a.shutdown()).unwrap();
     rt.block_on(controller.shutdown());
     rt.block_on(namesrv.shutdown());
 }

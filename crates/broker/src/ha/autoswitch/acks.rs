@@ -94,6 +94,13 @@ impl Table {
             .all(|(_, s)| s.is_some_and(|s| s.info.acked >= end))
     }
 
+    /// How many members but the master acknowledged `end`.
+    pub(super) fn acked_count(&self, end: i64) -> usize {
+        self.others()
+            .filter(|(_, s)| s.is_some_and(|s| s.info.acked >= end))
+            .count()
+    }
+
     /// The set to propose (see `AutoSwitchMaster::caught_up_slaves`).
     pub(super) fn proposal(
         &self,

@@ -109,6 +109,23 @@ impl AutoSwitchMaster {
         self.changed.subscribe()
     }
 
+    /// Waits until `count` SyncStateSet members besides the master acknowledged `end` (a SYNC
+    /// put with `inSyncReplicas = count + 1`); true at once for 0, false on timeout.
+    pub async fn wait_for_count(&self, end: i64, count: usize, timeout: Duration) -> bool {
+        let mut changes = self.changed.subscribe();
+        let wait = async {
+            loop {
+                if self.table.lock().acked_count(end) >= count {
+                    return true;
+                }
+                if changes.changed().await.is_err() {
+                    return false;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait).await.unwrap_or(false)
+    }
+
     /// Waits until every SyncStateSet member but the master acknowledged `end` (a SYNC put
     /// with `allAckInSyncStateSet`); true at once for the master alone, false on timeout.
     pub async fn wait_for_all(&self, end: i64, timeout: Duration) -> bool {

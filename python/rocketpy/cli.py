@@ -137,8 +137,12 @@ def cmd_dev(args: argparse.Namespace) -> None:
         ha=args.ha,
         metrics_port=args.metrics_port,
         grpc_port=args.grpc_port,
+        controller=args.controller,
     ).start()
     slave = f" slave={dev.slave_addr}" if args.ha else ""
+    if args.controller:
+        replicas = ",".join(b.broker_addr for b in dev.replicas.values())
+        slave = f" replicas={replicas} controller={dev.controller_addr}"
     _say(
         f"rocketpy dev ready: namesrv={dev.namesrv_addr} broker={dev.broker_addr}{slave} store={dev.store_dir}"
     )
@@ -258,6 +262,12 @@ def parser() -> argparse.ArgumentParser:
         "--ha",
         action="store_true",
         help="also run a slave (port + 2, store <store-dir>-slave); the broker is a SYNC_MASTER",
+    )
+    dev.add_argument(
+        "--controller",
+        action="store_true",
+        help="controller mode: the name server runs a controller and three brokers of "
+        "broker-a (ports +0, +10, +20) fail over automatically",
     )
     dev.add_argument(
         "--metrics-port",

@@ -69,6 +69,12 @@ class DevServer:
             free ports for all). ``None`` (the default) exports nothing.
         grpc_port: also serve RocketMQ 5.x clients (gRPC, ``grpcServerPort``) on this port
             (0 = a free port). ``None`` (the default): 4.x clients only.
+        controller: controller mode's local demo instead of a single broker: the name server
+            runs a controller (``enableControllerInNamesrv``, on ``namesrv_port + 2`` as in
+            RocketMQ's samples, or a free port), and three brokers of ``broker-a`` (ports
+            ``broker_port``, ``+ 10``, ``+ 20``; stores ``<store_dir>-n0``, ``-n1``, ``-n2``)
+            let it elect their master and replace it when it stops
+            (:meth:`stop_master` shows that).
     """
 
     def __init__(
@@ -81,6 +87,7 @@ class DevServer:
         ha: bool = False,
         metrics_port: int | None = None,
         grpc_port: int | None = None,
+        controller: bool = False,
     ) -> None:
         self.host = host
         self.namesrv_port = namesrv_port
@@ -93,6 +100,11 @@ class DevServer:
         self.slave: Broker | None = None
         self.metrics_port = metrics_port
         self.grpc_port = grpc_port
+        self.controller = controller
+        #: Controller mode's brokers (with ``controller``), by store directory.
+        self.replicas: dict[Path, Broker] = {}
+        #: ``host:port`` of the controller (with ``controller``).
+        self.controller_addr: str | None = None
 
     def _metrics_keys(self, offset: int) -> dict[str, str]:
         """The exporter keys of the server ``offset`` ports after :attr:`metrics_port`."""
@@ -103,6 +115,8 @@ class DevServer:
 
     def start(self) -> DevServer:
         """Starts both servers; returns self."""
+        if self.controller:
+            return self._start_controller_mode()
         self.store_dir.mkdir(parents=True, exist_ok=True)
         self.namesrv = NameServer.start(self.host, self.namesrv_port, config=self._metrics_keys(1))
         overrides = {
@@ -127,6 +141,27 @@ class DevServer:
             self.stop()
             raise
         return self
+
+    def _start_controller_mode(self) -> DevServer:
+        from rocketpy import _controller_demo
+
+        try:
+            self.namesrv = _controller_demo.start_namesrv(self)
+            for i in range(3):
+                store = self.store_dir.with_name(f"{self.store_dir.name}-n{i}")
+                self.replicas[store] = _controller_demo.start_replica(self, store, i)
+            self.broker = next(iter(self.replicas.values()))
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop_master(self) -> str:
+        """Controller mode: stops the broker that is master now (as if it died) and returns
+        its address; the controller elects one of the others."""
+        from rocketpy import _controller_demo
+
+        return _controller_demo.stop_master(self)
 
     @property
     def slave_store_dir(self) -> Path:
@@ -191,10 +226,13 @@ class DevServer:
         slave, self.slave = self.slave, None
         broker, self.broker = self.broker, None
         namesrv, self.namesrv = self.namesrv, None
+        replicas, self.replicas = list(self.replicas.values()), {}
         try:
+            for replica in replicas:
+                replica.shutdown()
             if slave is not None:
                 slave.shutdown()
-            if broker is not None:
+            if broker is not None and broker not in replicas:
                 broker.shutdown()
         finally:
             if namesrv is not None:

@@ -61,9 +61,11 @@ NOT_RUN: dict[tuple[str, str], str] = {
     ("## Servers", "sh"): "a synopsis ([optional] arguments), not commands to paste",
     ("### Master and slave (replication)", "sh"): "two brokers on fixed ports beside a name "
     "server on 9876; tests/system/test_ha.py runs masters and slaves with these keys",
-    ("### Controller mode (automatic failover): the controller", "sh"): "three controllers "
-    "on fixed ports that run until stopped; tests/system/test_controller.py runs controllers, "
-    "the name server's embedded one and these admin commands on free ports",
+    ("### Controller mode (automatic failover)", "sh"): "the demo's servers on fixed ports, "
+    "running until stopped; tests/system/test_dev_controller.py runs the demo on free ports",
+    ("#### Three controllers", "sh"): "three controllers on fixed ports, running until "
+    "stopped; tests/system/test_controller.py runs controllers and these admin commands on "
+    "free ports",
     ("## Security: TLS", "properties"): "a broker.conf excerpt naming certificates under "
     "/etc/rocketmq; tests/system/test_tls.py runs these keys with generated certificates",
 }

@@ -189,19 +189,23 @@ impl ReplicasManager {
     }
 
     fn become_master(&self, broker: &Arc<BrokerInner>, info: &ReplicaInfo) {
-        let end = broker.store.commit_log_range().1;
-        {
+        let (min, max) = broker.store.commit_log_range();
+        let end = {
             let mut epochs = self.epochs.lock();
+            // A store that never had an epoch (new, or written before controller mode) counts
+            // its bytes as this first epoch's, so that replicas can be sent them.
+            let start = if epochs.cache().is_empty() { min } else { max };
             let recorded = epochs
                 .update(|cache| cache.truncate_suffix_by_epoch(info.master_epoch))
-                .and_then(|_| epochs.append(info.master_epoch, end));
+                .and_then(|_| epochs.append(info.master_epoch, start));
             if let Err(e) = recorded {
                 // Without the epoch recorded, a replica could not find where it agrees with
                 // this master: stay a slave and let the next poll try again.
                 tracing::error!(error = %e, "cannot record the new epoch; not taking the master role");
                 return;
             }
-        }
+            start
+        };
         *self.sync_state_set.lock() = (info.sync_state_set.clone(), info.sync_state_set_epoch);
         if let Some(m) = self.ha_master.get() {
             m.set_sync_state_set(info.sync_state_set.clone());

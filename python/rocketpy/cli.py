@@ -152,7 +152,9 @@ def cmd_dev(args: argparse.Namespace) -> None:
         _say(f"gRPC endpoint for RocketMQ 5.x clients: {dev.grpc_address}")
     console = None
     if args.console_port is not None:
-        console = _start_console(dev.namesrv_addr, args.host, args.console_port)
+        console = _start_console(
+            dev.namesrv_addr, args.host, args.console_port, controller=dev.controller_addr
+        )
         _say(f"console: {console.url}")
     _wait_for(stop)
     if console is not None:
@@ -171,19 +173,23 @@ def _require_console() -> None:
 
 
 def _start_console(
-    namesrv: str, host: str, port: int, allowed_hosts: list[str] | None = None
+    namesrv: str,
+    host: str,
+    port: int,
+    allowed_hosts: list[str] | None = None,
+    controller: str | None = None,
 ) -> Any:
     _require_console()
     from rocketpy.console import ConsoleServer
 
     if host not in ("127.0.0.1", "localhost", "::1"):
         _say(f"warning: the console has no login and changes the cluster; it listens on {host}")
-    return ConsoleServer(namesrv, host, port, allowed_hosts or ()).start()
+    return ConsoleServer(namesrv, host, port, allowed_hosts or (), controller).start()
 
 
 def cmd_console(args: argparse.Namespace) -> None:
     stop = _stop_signal()
-    console = _start_console(args.namesrv, args.host, args.port, args.allowed_host)
+    console = _start_console(args.namesrv, args.host, args.port, args.allowed_host, args.controller)
     _say(f"rocketpy console on {console.url} (name server {args.namesrv})")
     _wait_for(stop)
     console.stop()
@@ -300,6 +306,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="a name the console is reached by (besides localhost and IP addresses); "
         "requests under other names are refused",
+    )
+    con.add_argument(
+        "--controller",
+        metavar="ADDR",
+        help="a controller, host:port (controller mode): the cluster page shows each broker "
+        "group's master, epochs and in-sync replicas",
     )
     con.set_defaults(func=cmd_console)
 

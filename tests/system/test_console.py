@@ -117,6 +117,7 @@ def test_main_pages_load_without_errors_and_are_captured(dev, console, page) -> 
             page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
         page.goto(console.url)
         assert "broker-a" in page.locator("#brokers").inner_text()
+        assert page.locator("#controller").count() == 0, "no controller given, no section"
     finally:
         c.shutdown()
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 from helpers import wait_until
-
 from rocketpy import ConsumeFromWhere, ConsumeStatus, Message, Producer, PushConsumer
 from rocketpy.server import DevServer
 

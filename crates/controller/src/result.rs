@@ -26,6 +26,9 @@ pub struct ControllerResult {
     pub remark: Option<String>,
     /// Events to append to the replicated log before answering.
     pub events: Vec<Event>,
+    /// Set when the answer is that a Raft wait ran out of time (the outcome is unknown); not
+    /// sent, only counted (the controller's `request_handle_status="timeout"`).
+    pub timed_out: bool,
 }
 
 impl Default for ControllerResult {
@@ -43,6 +46,7 @@ impl ControllerResult {
             body: None,
             remark: None,
             events: Vec::new(),
+            timed_out: false,
         }
     }
 
@@ -76,6 +80,12 @@ impl ControllerResult {
     pub fn fail(mut self, code: i32, remark: impl Into<String>) -> Self {
         self.code = code;
         self.remark = Some(remark.into());
+        self
+    }
+
+    /// Marks the answer as a timeout.
+    pub fn mark_timed_out(mut self) -> Self {
+        self.timed_out = true;
         self
     }
 

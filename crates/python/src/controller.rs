@@ -44,6 +44,8 @@ pub(crate) fn controller_settings(
 pub(crate) fn serve_error(e: ServeError) -> PyErr {
     match e {
         ServeError::Remoting(e) => errors::remoting(e),
+        // As the name server's: a port in use is the same error on either endpoint.
+        ServeError::Metrics(e) => errors::remoting(rocketpy_remoting::RemotingError::Io(e)),
         ServeError::Settings(_) | ServeError::Acl(_) => errors::ConfigError::new_err(e.to_string()),
         other => errors::RocketpyError::new_err(other.to_string()),
     }
@@ -108,6 +110,12 @@ impl Controller {
     #[getter]
     fn address(&self) -> String {
         self.inner.local_addr().to_string()
+    }
+
+    /// `host:port` of the Prometheus endpoint (`metricsExporterType=PROM`), else `None`.
+    #[getter]
+    fn metrics_address(&self) -> Option<String> {
+        self.inner.metrics_addr().map(|a| a.to_string())
     }
 
     /// This controller's id among the peers (`controllerDLegerSelfId`).

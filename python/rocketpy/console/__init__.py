@@ -30,12 +30,16 @@ def missing_extra() -> str | None:
     return None
 
 
-def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Any:
+def create_app(
+    namesrv: str, allowed_hosts: Iterable[str] = (), controller: str | None = None
+) -> Any:
     """The console's Flask application for the name server ``namesrv``; ``allowed_hosts``:
-    the names it is reached by besides ``localhost`` and IP addresses."""
+    the names it is reached by besides ``localhost`` and IP addresses; ``controller``: a
+    controller's ``host:port`` (controller mode), whose view of each broker group the
+    cluster page shows."""
     from rocketpy.console.web import create_app as make
 
-    return make(namesrv, allowed_hosts)
+    return make(namesrv, allowed_hosts, controller)
 
 
 class ConsoleServer:
@@ -49,6 +53,8 @@ class ConsoleServer:
             ``localhost`` and IP addresses; requests under any other name are refused (a
             page of another site whose name points here), as are changes whose ``Origin`` is
             not the console's own.
+        controller: a controller's ``host:port`` (controller mode): the cluster page shows
+            each broker group's master, epochs and replicas as its leader knows them.
     """
 
     def __init__(
@@ -57,10 +63,11 @@ class ConsoleServer:
         host: str = "127.0.0.1",
         port: int = 8080,
         allowed_hosts: Iterable[str] = (),
+        controller: str | None = None,
     ) -> None:
         from waitress.server import create_server
 
-        self.app = create_app(namesrv, allowed_hosts)
+        self.app = create_app(namesrv, allowed_hosts, controller)
         self._server = create_server(self.app, host=host, port=port, threads=4)
         self._thread: threading.Thread | None = None
 

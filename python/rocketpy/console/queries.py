@@ -10,8 +10,9 @@ from typing import Any
 
 from rocketpy._native import MessageExt
 from rocketpy.admin import Admin
+from rocketpy.admin.controller import ReplicaIdentity, ReplicasInfo
 from rocketpy.admin.overview import broker_rows, group_rows
-from rocketpy.errors import ClientError
+from rocketpy.errors import ClientError, RocketpyError
 from rocketpy.message import MessageQueue
 from rocketpy.protocol import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
@@ -31,6 +32,54 @@ def cluster(admin: Admin) -> list[dict[str, Any]]:
             kv.get("msgGetTotalTodayMorning", 0)
         )
     return rows
+
+
+def controller(admin: Admin, addr: str, groups: list[str]) -> dict[str, Any]:
+    """Controller mode's view of the broker groups ``groups``, from controller ``addr``: its
+    leader (CONTROLLER_GET_METADATA_INFO) and, from one CONTROLLER_GET_SYNC_STATE_DATA to the
+    leader for every group at once, each group's master, epochs and replicas. A controller that
+    cannot be reached is an ``error`` (a line on the page), not an exception."""
+    out: dict[str, Any] = {"addr": addr, "leader": None, "leaderId": None, "groups": []}
+    ctl = admin.controller()
+    try:
+        meta = ctl.metadata(addr)
+        out["leader"], out["leaderId"] = meta.leader_address, meta.leader_id
+        infos = ctl.sync_state_data(addr, groups)
+    except RocketpyError as e:
+        out["error"] = str(e)
+        return out
+    out["groups"] = [_replication(name, infos.get(name)) for name in groups]
+    return out
+
+
+def _replication(name: str, info: ReplicasInfo | None) -> dict[str, Any]:
+    """One group's master, epochs and replicas (in-sync ones first, each by broker id);
+    ``known`` is False for a group the controller leader does not manage."""
+    if info is None:
+        return {"name": name, "known": False, "replicas": []}
+
+    def row(r: ReplicaIdentity, in_sync: bool) -> dict[str, Any]:
+        return {
+            "id": r.broker_id,
+            "addr": r.broker_address,
+            "alive": r.alive,
+            "inSync": in_sync,
+            "master": r.broker_id is not None and r.broker_id == info.master_broker_id,
+        }
+
+    def by_id(r: ReplicaIdentity) -> int:
+        return r.broker_id if r.broker_id is not None else -1
+
+    return {
+        "name": name,
+        "known": True,
+        "masterId": info.master_broker_id,
+        "masterAddr": info.master_address,
+        "masterEpoch": info.master_epoch,
+        "syncStateSetEpoch": info.sync_state_set_epoch,
+        "replicas": [row(r, True) for r in sorted(info.in_sync, key=by_id)]
+        + [row(r, False) for r in sorted(info.not_in_sync, key=by_id)],
+    }
 
 
 def totals(admin: Admin) -> dict[str, Any]:

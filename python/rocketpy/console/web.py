@@ -67,11 +67,16 @@ def host_allowed(host: str, allowed: frozenset[str]) -> bool:
     return True
 
 
-def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Flask:
+def create_app(
+    namesrv: str, allowed_hosts: Iterable[str] = (), controller: str | None = None
+) -> Flask:
     """The console of the cluster whose name server is ``namesrv`` (``host:port``).
 
     ``allowed_hosts`` are the names it may be reached by besides ``localhost`` and IP
-    addresses (its ``Host`` header is checked on every request, a POST's ``Origin`` too)."""
+    addresses (its ``Host`` header is checked on every request, a POST's ``Origin`` too).
+    ``controller`` (``host:port`` of a controller, controller mode): the cluster page also
+    shows each broker group's master, epochs and replicas as the controller leader knows
+    them; without it that section is left out."""
     app = Flask(__name__)
     allowed = frozenset(h.strip().lower() for h in allowed_hosts if h.strip())
     app.secret_key = secrets.token_bytes(32)
@@ -93,7 +98,12 @@ def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Flask:
 
     @app.context_processor
     def common() -> dict[str, Any]:
-        return {"namesrv": namesrv, "token": token, "nav": request.path.split("/")[1]}
+        return {
+            "namesrv": namesrv,
+            "controller_addr": controller,
+            "token": token,
+            "nav": request.path.split("/")[1],
+        }
 
     @app.errorhandler(RocketpyError)
     def cluster_error(e: RocketpyError) -> tuple[str, int]:
@@ -101,7 +111,12 @@ def create_app(namesrv: str, allowed_hosts: Iterable[str] = ()) -> Flask:
 
     @app.get("/")
     def cluster_page() -> str:
-        return render_template("cluster.html", brokers=cluster.call(queries.cluster))
+        brokers = cluster.call(queries.cluster)
+        replication = None
+        if controller:
+            names = sorted({b["brokerName"] for b in brokers})
+            replication = cluster.call(queries.controller, controller, names)
+        return render_template("cluster.html", brokers=brokers, replication=replication)
 
     @app.get("/api/totals")
     def totals() -> Any:

@@ -232,7 +232,11 @@ impl Controller {
         let _serial = self.serial.lock().await;
         for _ in 0..MAX_DECISIONS {
             match tokio::time::timeout(self.timeout, self.raft.ensure_linearizable()).await {
-                Err(_) => return self.not_leader("leadership could not be confirmed in time"),
+                Err(_) => {
+                    return self
+                        .not_leader("leadership could not be confirmed in time")
+                        .mark_timed_out()
+                }
                 Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
                     return self.not_leader_at(
                         f.leader_id,
@@ -256,6 +260,7 @@ impl Controller {
             match tokio::time::timeout(self.timeout, self.raft.client_write(proposal)).await {
                 Err(_) => {
                     return failure(SYSTEM_ERROR, "timed out waiting for the events to commit")
+                        .mark_timed_out()
                 }
                 Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
                     return self.not_leader_at(

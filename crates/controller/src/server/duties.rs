@@ -80,6 +80,7 @@ pub async fn elect(shared: &Arc<Shared>, broker_name: &str) {
         }
         let view = shared.heartbeats.view();
         let result = controller.submit(&request, &view).await;
+        super::metrics::count_election(shared, "", broker_name, result.code);
         match result.code {
             c if result.is_success() || c == CONTROLLER_MASTER_STILL_EXIST => {
                 tracing::info!(broker = %broker_name, code = c, master = ?result.field(field::MASTER_BROKER_ID), epoch = ?result.field(field::MASTER_EPOCH), "controller-triggered election");

@@ -170,6 +170,19 @@ impl HeartbeatTable {
         table
     }
 
+    /// Live brokers per (cluster, broker name), as RocketMQ's `getActiveBrokersNum` counts
+    /// them (groups with none alive are left out).
+    pub fn active_counts(&self) -> BTreeMap<(String, String), i64> {
+        let now = self.clock.now_millis();
+        let mut counts = BTreeMap::new();
+        for e in self.entries.lock().values().filter(|e| e.alive(now)) {
+            *counts
+                .entry((e.beat.cluster_name.clone(), e.beat.broker_name.clone()))
+                .or_insert(0) += 1;
+        }
+        counts
+    }
+
     /// Brokers tracked now (alive or not yet expired).
     pub fn len(&self) -> usize {
         self.entries.lock().len()
@@ -208,9 +221,11 @@ mod tests {
         assert!(table.beat(beat(2, 1, 10), 8));
         clock.advance(1_000);
         assert!(table.view().is_alive("b", 1));
+        assert_eq!(table.active_counts()[&("c".into(), "b".into())], 2);
         assert!(table.expire().is_empty());
         clock.advance(1);
         assert!(!table.view().is_alive("b", 1));
+        assert!(table.active_counts().is_empty());
         table.beat(beat(2, 1, 10), 8);
         let gone = table.expire();
         assert_eq!(gone.len(), 1);

@@ -6,6 +6,7 @@
 //! - [`settings`], [`peers`]: the configuration keys and the group's controllers.
 //! - [`codec`]: frames ↔ requests and answers.
 //! - [`processors`]: the processor table.
+//! - [`metrics`]: the Prometheus metrics (`metricsExporterType=PROM`).
 //!
 //! Start-up: bind the port, start Raft with the TCP transport, then (a fresh store only) form
 //! the group from the peers ([`form_group`]).
@@ -13,6 +14,7 @@
 pub mod codec;
 pub mod duties;
 pub mod heartbeats;
+pub mod metrics;
 pub mod peers;
 pub mod processors;
 pub mod settings;
@@ -45,6 +47,8 @@ pub enum ServeError {
     Start(#[from] crate::raft::StartError),
     #[error("ACL: {0}")]
     Acl(String),
+    #[error("metrics endpoint: {0}")]
+    Metrics(std::io::Error),
 }
 
 /// What the processors and duties share.
@@ -61,6 +65,8 @@ pub struct Shared {
     /// Set by shutdown: duties started by a closing connection stop instead of retrying
     /// against a Raft that is going away.
     closing: std::sync::atomic::AtomicBool,
+    /// Request and election counters (`metricsExporterType=PROM`).
+    metrics: Option<Arc<metrics::ControllerMetrics>>,
 }
 
 impl Shared {
@@ -83,6 +89,7 @@ pub struct ControllerServer {
     server: RemotingServer,
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
+    metrics_server: Option<rocketpy_metrics::MetricsServer>,
 }
 
 impl ControllerServer {
@@ -109,6 +116,10 @@ impl ControllerServer {
             None,
             tokio::runtime::Handle::current(),
         );
+        let exporter = settings.exporter();
+        let counters = exporter
+            .prometheus_enabled()
+            .then(|| Arc::new(metrics::ControllerMetrics::default()));
         let shared = Arc::new(Shared {
             peers: peers.clone(),
             controller: OnceLock::new(),
@@ -118,7 +129,11 @@ impl ControllerServer {
             started_ms: clock.now_millis(),
             closing: Default::default(),
             settings: parking_lot::RwLock::new(settings.clone()),
+            metrics: counters.clone(),
         });
+        let registry = counters
+            .as_ref()
+            .map(|m| metrics::registry(&exporter, &shared, m));
         let mut table = processors::table(&shared);
         let mut tasks = Vec::new();
         if settings.acl_enable {
@@ -153,6 +168,20 @@ impl ControllerServer {
             },
         )
         .await?;
+        let metrics_server = match registry {
+            Some(registry) => {
+                match rocketpy_metrics::MetricsServer::bind(&exporter.listen_addr(host), registry)
+                    .await
+                {
+                    Ok(m) => Some(m),
+                    Err(e) => {
+                        server.shutdown().await;
+                        return Err(ServeError::Metrics(e));
+                    }
+                }
+            }
+            None => None,
+        };
         let options = ControllerOptions {
             config: ControllerConfig {
                 enable_elect_unclean_master: settings.enable_elect_unclean_master,
@@ -195,7 +224,13 @@ impl ControllerServer {
             server,
             shared,
             tasks,
+            metrics_server,
         })
+    }
+
+    /// Where the Prometheus endpoint listens, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_server.as_ref().map(|m| m.local_addr())
     }
 
     /// The bound address.
@@ -236,6 +271,9 @@ impl ControllerServer {
             .store(true, std::sync::atomic::Ordering::Release);
         for t in &self.tasks {
             t.abort();
+        }
+        if let Some(m) = &self.metrics_server {
+            m.shutdown();
         }
         self.server.shutdown().await;
         self.controller().shutdown().await;

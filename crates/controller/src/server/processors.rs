@@ -9,6 +9,7 @@
 //! by every controller.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rocketpy_protocol::code::controller::request as code;
 use rocketpy_protocol::code::controller::response::{
@@ -20,6 +21,7 @@ use rocketpy_protocol::config::parse_properties;
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult, ProcessorTable, Reply};
 
+use super::metrics::{self, HandleStatus};
 use super::settings::{ControllerSettings, RUNTIME_KEYS};
 use super::{codec, duties, transport, Shared};
 use crate::raft::ControllerRequest;
@@ -60,14 +62,40 @@ fn bad_request(e: impl ToString) -> ProcessError {
 }
 
 fn state_request(shared: &Arc<Shared>, req: &RemotingCommand) -> ProcessResult {
+    let started = Instant::now();
     let request = codec::decode(req)
         .map_err(bad_request)?
         .ok_or_else(|| bad_request("not a controller state request"))?;
     let (shared, req) = (shared.clone(), req.clone());
     Ok(Reply::Later(Box::pin(async move {
         let result = serve_state(&shared, &request).await;
+        if let Some(m) = &shared.metrics {
+            m.request(req.code, HandleStatus::of(&result), started.elapsed());
+        }
         Some(codec::encode(&req, &result))
     })))
+}
+
+/// Counts and times each request `processor` answers at once (`metricsExporterType=PROM`);
+/// an answer given later ([`state_request`]) is counted when it is ready.
+fn metered(
+    shared: &Arc<Shared>,
+    processor: impl Fn(&Arc<Connection>, &RemotingCommand) -> ProcessResult + Send + Sync + 'static,
+) -> Arc<dyn rocketpy_remoting::RequestProcessor> {
+    let Some(counters) = shared.metrics.clone() else {
+        return Arc::new(processor);
+    };
+    Arc::new(move |conn: &Arc<Connection>, req: &RemotingCommand| {
+        let started = Instant::now();
+        let result = processor(conn, req);
+        let status = match &result {
+            Ok(Reply::Later(_)) => return result,
+            Ok(Reply::Now(_)) => HandleStatus::Success,
+            Err(_) => HandleStatus::Failed,
+        };
+        counters.request(req.code, status, started.elapsed());
+        result
+    })
 }
 
 async fn serve_state(shared: &Arc<Shared>, request: &ControllerRequest) -> ControllerResult {
@@ -92,8 +120,11 @@ async fn serve_state(shared: &Arc<Shared>, request: &ControllerRequest) -> Contr
     }
     let view = shared.heartbeats.view();
     let result = controller.submit(request, &view).await;
-    if let (Some(e), true) = (elect, result.is_success()) {
-        duties::notify(shared, &e.broker_name, &result, &view);
+    if let Some(e) = elect {
+        metrics::count_election(shared, &e.cluster_name, &e.broker_name, result.code);
+        if result.is_success() {
+            duties::notify(shared, &e.broker_name, &result, &view);
+        }
     }
     result
 }
@@ -186,28 +217,39 @@ pub fn table(shared: &Arc<Shared>) -> ProcessorTable {
         let s = shared.clone();
         table.register(
             *code,
-            Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| state_request(&s, req)),
+            metered(shared, move |_: &Arc<Connection>, req: &RemotingCommand| {
+                state_request(&s, req)
+            }),
         );
     }
     let s = shared.clone();
     table.register(
         code::BROKER_HEARTBEAT,
-        Arc::new(move |conn: &Arc<Connection>, req: &RemotingCommand| heartbeat(&s, conn, req)),
+        metered(
+            shared,
+            move |conn: &Arc<Connection>, req: &RemotingCommand| heartbeat(&s, conn, req),
+        ),
     );
     let s = shared.clone();
     table.register(
         code::CONTROLLER_GET_METADATA_INFO,
-        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| metadata(&s, req)),
+        metered(shared, move |_: &Arc<Connection>, req: &RemotingCommand| {
+            metadata(&s, req)
+        }),
     );
     let s = shared.clone();
     table.register(
         code::GET_CONTROLLER_CONFIG,
-        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| get_config(&s, req)),
+        metered(shared, move |_: &Arc<Connection>, req: &RemotingCommand| {
+            get_config(&s, req)
+        }),
     );
     let s = shared.clone();
     table.register(
         code::UPDATE_CONTROLLER_CONFIG,
-        Arc::new(move |_: &Arc<Connection>, req: &RemotingCommand| update_config(&s, req)),
+        metered(shared, move |_: &Arc<Connection>, req: &RemotingCommand| {
+            update_config(&s, req)
+        }),
     );
     let raft = shared.raft.clone();
     table.register(

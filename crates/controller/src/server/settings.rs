@@ -45,6 +45,14 @@ rocketpy_protocol::config_struct! {
         acl_file: Option<String> = None => "aclFile",
         /// RocketMQ's home directory (default: $ROCKETMQ_HOME, else the working directory).
         rocketmq_home: Option<String> = None => "rocketmqHome",
+        /// Where metrics go: DISABLE or PROM (a Prometheus endpoint); RocketMQ 5.x's key.
+        metrics_exporter_type: rocketpy_metrics::MetricsExporterType = rocketpy_metrics::MetricsExporterType::Disable => "metricsExporterType",
+        /// Interface of the Prometheus endpoint (empty: the interface the controller port binds).
+        metrics_prom_exporter_host: String = String::new() => "metricsPromExporterHost",
+        /// Port of the Prometheus endpoint (0 picks a free one).
+        metrics_prom_exporter_port: u16 = 5557 => "metricsPromExporterPort",
+        /// Constant labels added to every metric, `k1:v1,k2:v2`.
+        metrics_label: String = String::new() => "metricsLabel",
         /// The account this controller signs its requests to peers and brokers with (with aclEnable).
         access_key: Option<String> = None => "accessKey",
         /// The secret of `accessKey`.
@@ -99,6 +107,16 @@ impl ControllerSettings {
                 None,
             )),
             _ => None,
+        }
+    }
+
+    /// The metrics exporter's keys.
+    pub fn exporter(&self) -> rocketpy_metrics::ExporterSettings {
+        rocketpy_metrics::ExporterSettings {
+            exporter_type: self.metrics_exporter_type,
+            host: self.metrics_prom_exporter_host.clone(),
+            port: self.metrics_prom_exporter_port,
+            labels: self.metrics_label.clone(),
         }
     }
 

@@ -90,12 +90,31 @@ def fast_config(namesrv: str, name: str | None = None) -> ClientConfig:
     )
 
 
+def pull_header(group: str, topic: str, queue_id: int, offset: int) -> dict[str, object]:
+    """A PULL_MESSAGE header reading up to 32 messages of every tag, without waiting."""
+    from rocketpy.protocol import PullSysFlag
+
+    return dict(
+        consumer_group=group,
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=offset,
+        max_msg_nums=32,
+        sys_flag=PullSysFlag.SUBSCRIPTION,
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        subscription="*",
+        sub_version=0,
+        expression_type="TAG",
+    )
+
+
 def pull_bodies(addr: str, topic: str, queues: int) -> set[bytes]:
     """Every message body in queues ``0..queues`` of ``topic`` on the broker at ``addr``, pulled
     over the wire with a bare RemotingClient (no consumer, no name server): what that one broker
     serves, e.g. a slave whose master is gone."""
     from rocketpy._native import RemotingClient
-    from rocketpy.protocol import PullSysFlag, RequestCode, ResponseCode
+    from rocketpy.protocol import RequestCode, ResponseCode
 
     client = RemotingClient()
     out: set[bytes] = set()
@@ -103,19 +122,7 @@ def pull_bodies(addr: str, topic: str, queues: int) -> set[bytes]:
         for q in range(queues):
             offset = 0
             while True:
-                header = dict(
-                    consumer_group="ha-check",
-                    topic=topic,
-                    queue_id=q,
-                    queue_offset=offset,
-                    max_msg_nums=32,
-                    sys_flag=PullSysFlag.SUBSCRIPTION,
-                    commit_offset=0,
-                    suspend_timeout_millis=0,
-                    subscription="*",
-                    sub_version=0,
-                    expression_type="TAG",
-                )
+                header = pull_header("ha-check", topic, q, offset)
                 resp = client.invoke(addr, RequestCode.PULL_MESSAGE, header, None, 5000)
                 if resp.code != ResponseCode.SUCCESS:
                     break

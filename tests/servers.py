@@ -46,6 +46,22 @@ HOST_DISK_SETTINGS = {
     "diskSpaceWarningLevelRatio": "100",
 }
 
+#: Controller-mode keys of a test broker (crates/broker/tests/it/controller_mode.rs uses the
+#: same): every replica starts as a slave and the controller tells it its role; short periods
+#: so that tests see role and SyncStateSet changes within a second.
+CONTROLLER_MODE_BROKER_SETTINGS = {
+    "brokerRole": "SLAVE",
+    "brokerId": "-1",
+    "enableControllerMode": "true",
+    "allAckInSyncStateSet": "true",
+    "syncBrokerMetadataPeriod": "200",
+    "checkSyncStateSetPeriod": "200",
+    "brokerHeartbeatInterval": "100",
+    "registerNameServerPeriod": "1000",
+    "haSendHeartbeatInterval": "200",
+    "slaveTimeout": "5000",
+}
+
 #: What every test broker of :func:`broker` and :class:`Cluster` has: it advertises loopback
 #: (not this machine's own address), small CommitLog files, and the host disk ignored.
 BASE_BROKER_SETTINGS = {

@@ -13,7 +13,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from servers import HOST_DISK_SETTINGS, TEST_COMMIT_LOG_FILE, free_port
+from servers import (
+    CONTROLLER_MODE_BROKER_SETTINGS,
+    HOST_DISK_SETTINGS,
+    TEST_COMMIT_LOG_FILE,
+    free_port,
+)
 
 from helpers import Collector, fast_config, pull_bodies, start_consumer, wait_until
 from rocketpy import ConsumeFromWhere, Message, Producer, SendResult, SendStatus
@@ -52,17 +57,8 @@ def broker_keys(namesrv: str, controller: str, store: Path) -> dict[str, str]:
         "storePathRootDir": str(store),
         "mapedFileSizeCommitLog": str(TEST_COMMIT_LOG_FILE),
         "brokerName": GROUP,
-        "brokerRole": "SLAVE",
-        "brokerId": "-1",
-        "enableControllerMode": "true",
+        **CONTROLLER_MODE_BROKER_SETTINGS,
         "controllerAddr": controller,
-        "allAckInSyncStateSet": "true",
-        "syncBrokerMetadataPeriod": "200",
-        "checkSyncStateSetPeriod": "200",
-        "brokerHeartbeatInterval": "100",
-        "registerNameServerPeriod": "1000",
-        "haSendHeartbeatInterval": "200",
-        "slaveTimeout": "5000",
     }
 
 

@@ -211,6 +211,7 @@ impl ReplicasManager {
             m.set_sync_state_set(info.sync_state_set.clone());
         }
         broker.ha.set_master(None, None, false);
+        adopt_stored_topics(broker);
         broker.store.set_role(BrokerRole::SyncMaster);
         self.role.send_replace(Role::Master);
         tracing::info!(
@@ -229,6 +230,30 @@ impl ReplicasManager {
             master_addr: master_addr.clone(),
         });
         tracing::info!(epoch = info.master_epoch, master = %master_addr, "following the group's master");
+    }
+}
+
+/// A new master knows every topic its store holds messages of: a replica copies the master's
+/// topic table only every 10 s (`ha::sync`), so a topic created just before the old master
+/// went away would otherwise be missing here — its acknowledged messages unreadable, its route
+/// gone from the name servers. Such a topic gets a read-write config with as many queues as
+/// the store has for it.
+fn adopt_stored_topics(broker: &BrokerInner) {
+    let mut queues: std::collections::BTreeMap<String, i32> = Default::default();
+    for (topic, queue_id) in broker.store.topic_queues() {
+        let n = queues.entry(topic).or_insert(0);
+        *n = (*n).max(queue_id + 1);
+    }
+    for (topic, count) in queues {
+        if topic == rocketpy_protocol::topic::SCHEDULE_TOPIC || broker.topics.get(&topic).is_some()
+        {
+            continue;
+        }
+        let cfg = rocketpy_protocol::body::TopicConfig::new(topic.clone(), count.max(1));
+        match broker.topics.update(cfg) {
+            Ok(()) => tracing::info!(%topic, queues = count, "topic known from the store adopted"),
+            Err(e) => tracing::error!(%topic, error = %e, "cannot adopt a topic of the store"),
+        }
     }
 }
 

@@ -167,6 +167,11 @@ fn a_group_fails_over_to_its_in_sync_replica() {
     rt.block_on(a.shutdown()).unwrap();
     drop(a);
     wait_for("b to become master", || role_id(&b) == Some(0));
+    // The topic was created on a moments ago, before b's first copy of a's topic table: b
+    // knows it from its store, and serves its acknowledged messages.
+    assert!(b.inner().topics.get("Orders").is_some());
+    let read = b.inner().store.get_message("Orders", 0, 0, 32, None);
+    assert_eq!(read.messages.len(), 5);
     let r = send(b.broker_addr(), b"after failover");
     assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
     assert!(b.inner().store.commit_log_range().1 > acked_end);

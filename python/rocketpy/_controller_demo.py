@@ -49,10 +49,8 @@ def start_namesrv(dev: DevServer) -> NameServer:
         "controllerDLegerSelfId": "n0",
         "controllerStorePath": str(store),
         "bindAddress": dev.host,
-        # A dev restart re-elects at once; a stopped master is noticed within a second.
+        # A dev restart re-elects at once (the scans run every second by default).
         "electionWarmUpMillis": "2000",
-        "scanNotActiveBrokerInterval": "1000",
-        "scanInactiveMasterInterval": "1000",
         **dev._metrics_keys(1),
     }
     return NameServer.start(dev.host, dev.namesrv_port, config=config)

@@ -19,7 +19,7 @@ from netns import Network
 
 # tests/ holds the servers' shared settings (the loop runs as a script from tests/fault).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from servers import CONTROLLER_MODE_BROKER_SETTINGS, HOST_DISK_SETTINGS
+from servers import HOST_DISK_SETTINGS
 
 BIN = Path(sys.executable).parent
 ROCKETPY = str(BIN / "rocketpy")
@@ -30,13 +30,18 @@ BROKERS = {"b0": 21, "b1": 22, "b2": 23}
 NAMESRV, CLIENT_NODE = ("ns", 2), ("cli", 100)
 CONTROLLER_PORT, NAMESRV_PORT, BROKER_PORT, HA_PORT = 9878, 9876, 10911, 10912
 
-#: Controller-mode keys of every broker (crates/broker/tests/it/controller_mode.rs), small
-#: store files, the host disk's fullness ignored. Heartbeat timeout, SyncStateSet lag and the
-#: controllers' scan intervals keep RocketMQ's defaults unless the loop is given others.
+#: Controller mode with SYNC acks from the whole SyncStateSet, small store files, the host
+#: disk's fullness ignored. Every period and timeout — heartbeats, their timeout, replica-info
+#: polls, SyncStateSet checks, the controllers' scans — keeps rocketpy's default unless the
+#: loop is given others (`--broker-set`, `--controller-set`): the failover times it measures
+#: are those of a default set-up.
 BROKER_KEYS = {
     "brokerClusterName": "rpf",
     "brokerName": "broker-a",
-    **CONTROLLER_MODE_BROKER_SETTINGS,
+    "brokerRole": "SLAVE",
+    "brokerId": "-1",
+    "enableControllerMode": "true",
+    "allAckInSyncStateSet": "true",
     **HOST_DISK_SETTINGS,
     "mapedFileSizeCommitLog": str(4 << 20),
     "mapedFileSizeConsumeQueue": "60000",
@@ -46,8 +51,6 @@ BROKER_KEYS = {
 CONTROLLER_KEYS = {
     "controllerDLegerGroup": "rpf",
     "electionWarmUpMillis": "3000",
-    "scanNotActiveBrokerInterval": "1000",
-    "scanInactiveMasterInterval": "1000",
 }
 
 

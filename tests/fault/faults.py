@@ -25,7 +25,7 @@ from cluster import BROKER_PORT, BROKERS, CONTROLLERS, Cluster
 
 KINDS = ("kill", "pause", "partition", "replica", "controller")
 #: Seconds a fault is held before it is healed: drawn uniformly from these ranges. With the
-#: default 10 s heartbeat timeout, shorter holds of a pause or a partition end before the
+#: default 5 s heartbeat timeout, shorter holds of a pause or a partition end before the
 #: controllers replace the master, longer ones after.
 HOLDS = {
     "kill": (2.0, 8.0),

@@ -27,12 +27,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 GROUP = "broker-a"
 
 
-# ConsoleServer.stop can close waitress's socket under its own thread (OSError EBADF in the
-# "rocketpy-console" thread at teardown, seen once in CI): a known teardown race of the console
-# server, to be fixed there (issue 43 note); it says nothing about the page under test.
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-
-
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     store = tmp_path_factory.mktemp("console-controller") / "store"

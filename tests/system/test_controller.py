@@ -327,7 +327,7 @@ def test_controller_print_config(tmp_path: Path) -> None:
     assert keys["controllerDLegerPeers"] == "n0-127.0.0.1:19878"
     assert keys["controllerStorePath"] == str(tmp_path / "ctl")
     assert keys["notifyBrokerRoleChanged"] == "false"  # --set wins
-    assert keys["scanInactiveMasterInterval"] == "5000"  # RocketMQ's default
+    assert keys["scanInactiveMasterInterval"] == "1000"  # rocketpy's default (RocketMQ: 5000)
     assert len([line for line in lines if line.startswith("# ")]) == len(keys)  # one doc each
     assert "secretKey" in keys
     done = rocketpy("controller", "-p", "--set", "noSuchKey=1")

@@ -144,11 +144,7 @@ pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
                         // A slave learns its master from the answer (RocketMQ's
                         // RegisterBrokerResult: haServerAddr, masterAddr).
                         if let Ok(h) = resp.decode_header::<RegisterBrokerResponseHeader>() {
-                            broker.ha.set_master(
-                                h.ha_server_addr,
-                                h.master_addr,
-                                broker.settings.store.ha_master_address.is_some(),
-                            );
+                            learn_master(&broker, h);
                         }
                     }
                 }
@@ -161,6 +157,35 @@ pub async fn register_all(broker: &Arc<BrokerInner>, force: bool) {
         let _ = t.await;
     }
 }
+
+/// Takes the master's HA address from a name server's answer to a slave's registration. In
+/// controller mode the answer must name the master the controller told this broker to
+/// follow: right after a failover the name server may not have heard from the new master yet
+/// and names the old one, whose HA address would be followed until the next periodic
+/// registration (30 s). Such an answer is ignored and the registration asked again shortly.
+fn learn_master(broker: &Arc<BrokerInner>, answer: RegisterBrokerResponseHeader) {
+    let expected = broker.replicas.as_ref().and_then(|r| r.followed_master());
+    if let Some(expected) = expected {
+        if answer.master_addr.as_deref() != Some(expected.as_str()) {
+            tracing::debug!(named = ?answer.master_addr, %expected, "name server does not know the new master yet; registering again shortly");
+            let broker = broker.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(RELEARN_MASTER_AFTER).await;
+                broker.register_now.notify_one();
+            });
+            return;
+        }
+    }
+    broker.ha.set_master(
+        answer.ha_server_addr,
+        answer.master_addr,
+        broker.settings.store.ha_master_address.is_some(),
+    );
+}
+
+/// How soon a controller-mode slave registers again when the name server named another
+/// master than the controller's.
+const RELEARN_MASTER_AFTER: Duration = Duration::from_millis(300);
 
 /// Registers every period after the first registration, which the broker's start awaits
 /// (as RocketMQ's broker does, so a client asking the name server right after the broker

@@ -510,9 +510,9 @@ async fn spawn_services(
     services.spawn(transaction::check::check_loop(inner.clone(), stop()));
     services.spawn(housekeeping::sample_stats(inner.clone(), stop()));
     services.spawn(housekeeping::tables(inner.clone(), stop()));
-    // Not yet in controller mode: pop revival and timer delivery write messages and are
-    // started for a fixed master only (issue 43 note).
-    if inner.settings.store.broker_role.is_master() && inner.replicas.is_none() {
+    // Pop revival and timer delivery write messages: each round does nothing unless this
+    // broker is a master (in controller mode, whenever it holds the role).
+    if inner.settings.store.broker_role.is_master() || inner.replicas.is_some() {
         services.spawn(housekeeping::revive(inner.clone(), stop()));
         services.spawn(timer::deliver::timer_loop(inner.clone(), stop()));
     }

@@ -12,6 +12,7 @@ committed, the group left) within :data:`EXIT_GRACE_S`; a child process created 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -105,6 +106,10 @@ class ConsumerLike(Protocol):
     def persist_offsets(self) -> None: ...
 
     def shutdown(self) -> None: ...
+
+
+#: How long a broker has to answer a heartbeat.
+HEARTBEAT_TIMEOUT_MS = 3000
 
 
 def check(resp: RemotingResponse, addr: str, *ok: int) -> RemotingResponse:
@@ -249,7 +254,7 @@ class ClientInstance:
             0.01, c.poll_name_server_interval_ms / 1000, self._safe(self.refresh_routes)
         )
         self._scheduler.every(
-            1.0, c.heartbeat_broker_interval_ms / 1000, self._safe(self.send_heartbeat)
+            1.0, c.heartbeat_broker_interval_ms / 1000, self._safe(self._heartbeat_round)
         )
         self._scheduler.every(
             c.persist_consumer_offset_interval_ms / 1000,
@@ -438,24 +443,57 @@ class ClientInstance:
                 "consumerDataSet": [c.consumer_data() for c in self._consumers.values()],
             }
 
-    def send_heartbeat(self) -> None:
-        """Sends a heartbeat to every known broker (masters only when there are no consumers)."""
+    def send_heartbeat(self, wait: bool = True) -> None:
+        """Sends a heartbeat to every known broker at once (masters only when there are no
+        consumers); with ``wait``, returns once each answered or timed out (3 s)."""
         data = self.heartbeat_data()
         if not data["producerDataSet"] and not data["consumerDataSet"]:
             return
         body = json.dumps(data).encode()
         with self._lock:
-            targets = [
-                addr
-                for addrs in self._broker_addrs.values()
-                for bid, addr in addrs.items()
-                if bid == MASTER_ID or data["consumerDataSet"]
-            ]
-        for addr in sorted(set(targets)):
+            targets = sorted(
+                {
+                    addr
+                    for addrs in self._broker_addrs.values()
+                    for bid, addr in addrs.items()
+                    if bid == MASTER_ID or data["consumerDataSet"]
+                }
+            )
+        left = [len(targets)]
+        all_done = threading.Event()
+
+        def answered(addr: str, resp: RemotingResponse | None, err: BaseException | None) -> None:
             try:
-                check(self.remoting.invoke(addr, RequestCode.HEART_BEAT, None, body, 3000), addr)
+                if err is not None:
+                    raise err
+                if resp is not None:
+                    check(resp, addr)
             except Exception as e:
                 log.warning("heartbeat to %s failed: %s", addr, e)
+            with self._lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    all_done.set()
+
+        for addr in targets:
+            try:
+                self.remoting.invoke_async(
+                    addr,
+                    RequestCode.HEART_BEAT,
+                    None,
+                    body,
+                    HEARTBEAT_TIMEOUT_MS,
+                    functools.partial(answered, addr),
+                )
+            except Exception as e:
+                answered(addr, None, e)
+        if wait and targets:
+            all_done.wait(HEARTBEAT_TIMEOUT_MS / 1000 + 1)
+
+    def _heartbeat_round(self) -> None:
+        # Not waited for: the scheduler's thread also refreshes routes, and a paused or cut-off
+        # broker's timeout would hold up the route that names its replacement.
+        self.send_heartbeat(wait=False)
 
     def _on_server_request(self, code: int, header: Header, body: bytes, peer: str) -> None:
         if code == RequestCode.NOTIFY_CONSUMER_IDS_CHANGED:

@@ -68,7 +68,9 @@ class ConsoleServer:
         from waitress.server import create_server
 
         self.app = create_app(namesrv, allowed_hosts, controller)
-        self._server = create_server(self.app, host=host, port=port, threads=4)
+        # The server's sockets (listener, wake-up trigger, connections): closed together.
+        self._map: dict[int, Any] = {}
+        self._server = create_server(self.app, map=self._map, host=host, port=port, threads=4)
         self._thread: threading.Thread | None = None
 
     @property
@@ -91,10 +93,21 @@ class ConsoleServer:
 
     def stop(self) -> None:
         """Stops serving and closes the console's cluster connections."""
-        self._server.close()
-        if self._thread is not None:
-            self._thread.join(5)
+        if self._thread is not None and self._thread.is_alive():
+            # Closed on the serving thread, woken by the server's trigger: sockets closed from
+            # here while that thread polls them made its poll fail (EBADF). With every socket
+            # closed its loop has nothing left and returns.
+            self._server.trigger.pull_trigger(self._close_all)
+            self._thread.join(10)
+        else:
+            self._close_all()
         self.app.extensions["rocketpy_cluster"].close()
+
+    def _close_all(self) -> None:
+        from waitress import wasyncore
+
+        self._server.task_dispatcher.shutdown()
+        wasyncore.close_all(self._map)
 
     def __enter__(self) -> ConsoleServer:
         return self.start()

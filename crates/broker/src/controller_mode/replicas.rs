@@ -114,6 +114,14 @@ impl ReplicasManager {
         self.role.subscribe()
     }
 
+    /// The broker address of the master the controller told this slave to follow.
+    pub fn followed_master(&self) -> Option<String> {
+        match &*self.role.borrow() {
+            Role::Slave { master_addr } => Some(master_addr.clone()),
+            _ => None,
+        }
+    }
+
     /// The epoch table.
     pub fn epochs(&self) -> &Arc<Mutex<EpochFile>> {
         &self.epochs
@@ -212,6 +220,7 @@ impl ReplicasManager {
         }
         broker.ha.set_master(None, None, false);
         adopt_stored_topics(broker);
+        take_over_services(broker);
         broker.store.set_role(BrokerRole::SyncMaster);
         self.role.send_replace(Role::Master);
         tracing::info!(
@@ -223,6 +232,10 @@ impl ReplicasManager {
 
     fn become_slave(&self, broker: &Arc<BrokerInner>, info: &ReplicaInfo, master_addr: String) {
         broker.store.set_role(BrokerRole::Slave);
+        // A master's writing services stop at the role (each reads it); their state is read
+        // again from the store when this broker is a master next time.
+        broker.timer.restart();
+        broker.transactions.forget();
         // The master's HA address comes with the name server's answer to this slave's
         // registration (registered at once after this change).
         broker.ha.set_master(None, Some(master_addr.clone()), false);
@@ -253,6 +266,24 @@ fn adopt_stored_topics(broker: &BrokerInner) {
         match broker.topics.update(cfg) {
             Ok(()) => tracing::info!(%topic, queues = count, "topic known from the store adopted"),
             Err(e) => tracing::error!(%topic, error = %e, "cannot adopt a topic of the store"),
+        }
+    }
+}
+
+/// The writing services a master runs — timer delivery, pop revival, transaction checks,
+/// delayed delivery (the store's, by its role) — start from what the store holds, as after a
+/// restart: the timer and transaction state are read again, the pop checkpoints replayed from
+/// the revive log. Before the role is set, so that no pop or ack meets an empty table.
+fn take_over_services(broker: &BrokerInner) {
+    broker.timer.restart();
+    broker.transactions.forget();
+    match broker.pop.replay(broker) {
+        Ok(live) => tracing::info!(
+            checkpoints = live,
+            "pop checkpoints replayed from the revive log"
+        ),
+        Err(e) => {
+            tracing::error!(error = %e, "replaying the revive log failed: popped messages may not come back until they are popped again")
         }
     }
 }

@@ -90,8 +90,12 @@ impl PopService {
     /// Revives every message whose invisible time ended by `now`: each goes to its group's
     /// pop retry topic with reconsume times + 1, then its checkpoint is marked done in the
     /// log. Returns how many were revived.
+    /// Only a master revives: a slave's revive log is its master's copy.
     pub fn revive_due(&self, broker: &BrokerInner, now: i64) -> usize {
         let _round = self.reviving.lock();
+        if !broker.store.role().is_master() {
+            return 0;
+        }
         let due: Vec<Due> = {
             let cks = self.checkpoints.lock();
             cks.iter()
@@ -159,11 +163,14 @@ impl PopService {
         }
     }
 
-    /// Rebuilds the checkpoints from the revive log (at start): every checkpoint record from
-    /// the revive group's offsets on, less the messages acked or revived since.
+    /// Rebuilds the checkpoints from the revive log (at start, and when a broker becomes its
+    /// group's master): every checkpoint record from the revive group's offsets on, less the
+    /// messages acked or revived since. What the table held before is dropped.
     pub fn replay(&self, broker: &BrokerInner) -> Result<usize, StoreError> {
+        let _round = self.reviving.lock();
         let topic = revive_topic(&broker.config().broker_cluster_name);
         let mut cks = self.checkpoints.lock();
+        cks.clear();
         for q in 0..REVIVE_QUEUES {
             let mut at = broker
                 .offsets
@@ -172,7 +179,9 @@ impl PopService {
                 .max(broker.store.min_offset_in_queue(&topic, q));
             let end = broker.store.max_offset_in_queue(&topic, q);
             while at < end {
-                let got = broker.store.get_message(&topic, q, at, MAX_POP_NUMS, None);
+                let got = broker
+                    .store
+                    .get_message_unconfirmed(&topic, q, at, MAX_POP_NUMS);
                 if got.messages.is_empty() {
                     at = got.next_begin_offset.max(at + 1);
                     continue;
@@ -284,7 +293,7 @@ fn write_batch_ack(
 fn revive_one(broker: &BrokerInner, key: &CkKey, offset: i64) -> Result<(), StoreError> {
     let got = broker
         .store
-        .get_message(&key.topic, key.queue_id, offset, 1, None);
+        .get_message_unconfirmed(&key.topic, key.queue_id, offset, 1);
     let (Some(raw), GetMessageStatus::Found) = (got.messages.first(), got.status) else {
         tracing::debug!(topic = %key.topic, offset, "popped message gone before its revival");
         return Ok(());

@@ -49,8 +49,13 @@ pub fn redirect(broker: &BrokerInner, msg: &mut MessageToStore) -> Result<(), Pr
 impl TimerService {
     /// One round: reads the timer queue's new units, delivers what is due, saves progress.
     /// Returns how many were delivered.
+    /// Only a master delivers (a slave's copies come from its master); the role is read
+    /// under the state's lock, which [`TimerService::restart`] takes at a role change.
     pub fn tick(&self, broker: &BrokerInner, now: i64) -> usize {
         let mut state = self.state.lock();
+        if !broker.store.role().is_master() {
+            return 0;
+        }
         let first_round = !state.started;
         if first_round {
             state.started = true;
@@ -116,7 +121,9 @@ fn deliver(
     now: i64,
     check_index: bool,
 ) -> Result<(), StoreError> {
-    let got = broker.store.get_message(TIMER_TOPIC, 0, offset, 1, None);
+    let got = broker
+        .store
+        .get_message_unconfirmed(TIMER_TOPIC, 0, offset, 1);
     let (Some(raw), GetMessageStatus::Found) = (got.messages.first(), got.status) else {
         return Ok(()); // gone (retention): nothing to deliver
     };

@@ -83,6 +83,13 @@ impl TimerService {
     pub fn pending(&self) -> usize {
         self.state.lock().pending.len()
     }
+
+    /// Forgets what was read: the next round reads the timer queue again from the timer
+    /// group's offset, as after a restart (controller mode: the role changed, and the store
+    /// may have been cut back or grown by the last master's writes).
+    pub fn restart(&self) {
+        *self.state.lock() = TimerState::default();
+    }
 }
 
 #[cfg(test)]

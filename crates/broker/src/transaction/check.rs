@@ -59,9 +59,13 @@ async fn check_round(broker: Arc<BrokerInner>) {
     }
 }
 
-/// One round: resolves what it can, returns the checks to send.
+/// One round: resolves what it can, returns the checks to send. Only a master checks (its
+/// resolutions are writes; a slave's half messages are its master's).
 pub fn round(broker: &BrokerInner) -> Vec<Check> {
     let store = &broker.store;
+    if !store.role().is_master() {
+        return Vec::new();
+    }
     let mut state = broker.transactions.lock(&broker.store, &broker.offsets);
     state.read_ops(store);
     let min = store.min_offset_in_queue(TRANS_HALF_TOPIC, 0);
@@ -79,7 +83,7 @@ pub fn round(broker: &BrokerInner) -> Vec<Check> {
             continue;
         }
         looked += 1;
-        let got = store.get_message(TRANS_HALF_TOPIC, 0, here, 1, None);
+        let got = store.get_message_unconfirmed(TRANS_HALF_TOPIC, 0, here, 1);
         let Some(bytes) = got.messages.first() else {
             continue;
         };

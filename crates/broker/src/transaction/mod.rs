@@ -71,7 +71,7 @@ impl State {
     /// Reads the op records appended since the last read.
     pub fn read_ops(&mut self, store: &MessageStore) {
         loop {
-            let got = store.get_message(TRANS_OP_HALF_TOPIC, 0, self.op_read_to, 256, None);
+            let got = store.get_message_unconfirmed(TRANS_OP_HALF_TOPIC, 0, self.op_read_to, 256);
             if got.status == GetMessageStatus::OffsetTooSmall {
                 self.op_read_to = got.min_offset;
                 continue;
@@ -161,6 +161,12 @@ impl std::ops::DerefMut for Locked<'_> {
 }
 
 impl Transactions {
+    /// Drops the state: the next use reads it from the store again (controller mode: the
+    /// role changed, and the store may have been cut back or grown by another master).
+    pub fn forget(&self) {
+        *self.state.lock() = None;
+    }
+
     /// The state, read from the store if this is the first use.
     pub(crate) fn lock(&self, store: &MessageStore, offsets: &ConsumerOffsetManager) -> Locked<'_> {
         let mut guard = self.state.lock();

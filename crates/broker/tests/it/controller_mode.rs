@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rocketpy_broker::{Broker, BrokerSettings};
+use rocketpy_broker::{Broker, BrokerSettings, Clock};
 use rocketpy_controller::server::{ControllerServer, ControllerSettings};
 use rocketpy_namesrv::{NameServer, NamesrvConfig};
 
@@ -16,7 +16,7 @@ use crate::wire::Wire;
 const SEND_MESSAGE: i32 = 10;
 const SUCCESS: i32 = 0;
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -24,7 +24,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !ok() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -63,6 +63,18 @@ fn broker_with(
     controller: &str,
     extra: &[(&str, &str)],
 ) -> Broker {
+    broker_on(rt, store, namesrv, controller, extra, Clock::system())
+}
+
+/// A broker of group `broker-a` in controller mode, on `clock`.
+pub(crate) fn broker_on(
+    rt: &tokio::runtime::Runtime,
+    store: &Path,
+    namesrv: &str,
+    controller: &str,
+    extra: &[(&str, &str)],
+    clock: Clock,
+) -> Broker {
     let mut settings = BrokerSettings::new(store);
     for (k, v) in crate::BROKER_TEST_SETTINGS {
         settings.set(k, v).unwrap();
@@ -87,15 +99,25 @@ fn broker_with(
     {
         settings.set(k, v).unwrap();
     }
-    rt.block_on(Broker::start(settings)).unwrap()
+    rt.block_on(Broker::start_with_clock(settings, clock))
+        .unwrap()
 }
 
-fn role_id(b: &Broker) -> Option<i64> {
+/// How many brokers the master `b` counts in its SyncStateSet (0 for a broker not master).
+pub(crate) fn sync_state_set_len(b: &Broker) -> usize {
+    b.inner()
+        .replicas
+        .as_ref()
+        .and_then(|r| r.ha_master().cloned())
+        .map_or(0, |m| m.sync_state_set().len())
+}
+
+pub(crate) fn role_id(b: &Broker) -> Option<i64> {
     b.inner().registration_id()
 }
 
 /// A name server and one controller, in `dir`.
-fn cluster(
+pub(crate) fn cluster(
     rt: &tokio::runtime::Runtime,
     dir: &Path,
 ) -> (NameServer, ControllerServer, String, String) {
@@ -129,7 +151,7 @@ fn cluster(
     (namesrv, controller, naddr, caddr)
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -147,13 +169,7 @@ fn a_group_fails_over_to_its_in_sync_replica() {
     wait_for("a to be master", || role_id(&a) == Some(0));
     let b = broker(&rt, &dir.path().join("b"), &naddr, &caddr);
     wait_for("b to follow", || role_id(&b) == Some(2));
-    wait_for("b in the SyncStateSet", || {
-        a.inner()
-            .replicas
-            .as_ref()
-            .and_then(|r| r.ha_master().cloned())
-            .is_some_and(|m| m.sync_state_set().len() == 2)
-    });
+    wait_for("b in the SyncStateSet", || sync_state_set_len(&a) == 2);
     for i in 0..5 {
         let r = send(a.broker_addr(), format!("m{i}").as_bytes());
         assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
@@ -213,13 +229,7 @@ fn a_master_without_enough_in_sync_replicas_refuses_writes() {
     );
     assert_eq!(a.inner().store.commit_log_range().1, before);
     let b = broker_with(&rt, &dir.path().join("b"), &naddr, &caddr, &min);
-    wait_for("b in the SyncStateSet", || {
-        a.inner()
-            .replicas
-            .as_ref()
-            .and_then(|r| r.ha_master().cloned())
-            .is_some_and(|m| m.sync_state_set().len() == 2)
-    });
+    wait_for("b in the SyncStateSet", || sync_state_set_len(&a) == 2);
     let r = send(a.broker_addr(), b"with a replica");
     assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
     rt.block_on(b.shutdown()).unwrap();

@@ -6,6 +6,7 @@ mod admin;
 mod broker;
 mod config_files;
 mod controller_mode;
+mod controller_mode_services;
 mod filter;
 mod ha;
 mod namesrv;

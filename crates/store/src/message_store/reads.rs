@@ -23,11 +23,44 @@ impl MessageStore {
         max_msg_nums: i32,
         filter: Option<&dyn MessageFilter>,
     ) -> GetMessageResult {
+        self.read_queue(
+            topic,
+            queue_id,
+            offset,
+            max_msg_nums,
+            filter,
+            self.read_limit(),
+        )
+    }
+
+    /// [`MessageStore::get_message`] past the read limit too: for the broker's own services
+    /// (timer delivery, pop revival and replay, transaction checks), which must see every
+    /// record this store holds. What they write from it is appended after it, so no consumer
+    /// sees a product before its source is confirmed.
+    pub fn get_message_unconfirmed(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+    ) -> GetMessageResult {
+        self.read_queue(topic, queue_id, offset, max_msg_nums, None, i64::MAX)
+    }
+
+    fn read_queue(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+        filter: Option<&dyn MessageFilter>,
+        read_limit: i64,
+    ) -> GetMessageResult {
         QueueReader {
             commit_log: &self.commit_log,
             config: &self.config,
             memory_for_cache: self.memory_for_cache,
-            read_limit: self.read_limit(),
+            read_limit,
         }
         .get(
             self.queues.find(topic, queue_id),

@@ -224,7 +224,8 @@ fn slave_ahead_of_its_master_cuts_back() {
 }
 
 /// Controller mode: reads stop before the first record past the confirm offset (in queue
-/// order), and a role changed to slave refuses puts at once.
+/// order) — not the broker's own, unconfirmed reads — and a role changed to slave refuses
+/// puts at once.
 #[test]
 fn reads_stop_at_the_read_limit_and_a_deposed_master_refuses_puts() {
     let dir = tempfile::tempdir().unwrap();
@@ -241,6 +242,9 @@ fn reads_stop_at_the_read_limit_and_a_deposed_master_refuses_puts() {
     }
     let read = |n| crate::common::read_all(&store, "T", 0).len() == n;
     assert!(read(0));
+    // The broker's own services read everything the store holds.
+    let own = store.get_message_unconfirmed("T", 0, 0, 32);
+    assert_eq!(own.messages.len(), 3);
     limit.store(ends[1], std::sync::atomic::Ordering::Release);
     assert!(read(2));
     limit.store(ends[1] + 1, std::sync::atomic::Ordering::Release);

@@ -6,14 +6,11 @@ body; a dead-letter message is resent to its topic."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,11 +29,6 @@ from rocketpy.admin import Admin
 from rocketpy.console import ConsoleServer
 from rocketpy.server import DevServer
 
-ROOT = Path(__file__).resolve().parents[2]
-#: Where the run leaves its screenshots (the README's comes from here).
-SHOTS = Path(os.environ.get("ROCKETPY_CONSOLE_SHOTS", ROOT / "target" / "console-screenshots"))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
@@ -52,32 +44,6 @@ def console(dev: DevServer) -> Iterator[ConsoleServer]:
         yield c
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    assert CHROMIUM, "Debian's chromium is required (make test installs it with apt)"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A page that records console errors and uncaught exceptions; the test ends by
-    asserting there were none."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    p = context.new_page()
-    errors: list[str] = []
-    p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    p.errors = errors
-    yield p
-    context.close()
-    assert errors == [], errors
-
-
 def consumer(
     ns: str, group: str, topic: str, listener: Any, expression: str | MessageSelector = "*"
 ) -> PushConsumer:
@@ -88,7 +54,7 @@ def consumer(
     )  # fmt: skip
 
 
-def test_main_pages_load_without_errors_and_are_captured(dev, console, page) -> None:
+def test_main_pages_load_without_errors_and_are_captured(dev, console, page, shots) -> None:
     ns = dev.namesrv_addr
     with Producer("console-shots", client_config=fast_config(ns)) as p:
         for i in range(20):
@@ -97,7 +63,6 @@ def test_main_pages_load_without_errors_and_are_captured(dev, console, page) -> 
     c = consumer(ns, "console-shots-group", "ConsoleOrders", got)
     try:
         assert wait_until(lambda: len(got.messages) == 20, timeout=30)
-        SHOTS.mkdir(parents=True, exist_ok=True)
         pages = {
             "cluster": "",
             "topics": "topics",
@@ -114,7 +79,7 @@ def test_main_pages_load_without_errors_and_are_captured(dev, console, page) -> 
             if page.locator("[data-live]").count():
                 # Two polls: the rate chart draws from the second.
                 page.wait_for_selector("[data-live] polyline", state="attached", timeout=10_000)
-            page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+            page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
         page.goto(console.url)
         assert "broker-a" in page.locator("#brokers").inner_text()
         assert page.locator("#controller").count() == 0, "no controller given, no section"

@@ -6,8 +6,6 @@ not in sync. A controller that cannot be reached is a one-line notice, not an er
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -20,10 +18,6 @@ from servers import in_process_dev
 from rocketpy.console import ConsoleServer
 from rocketpy.server import DevServer
 
-ROOT = Path(__file__).resolve().parents[2]
-#: Where the run leaves its screenshot (as test_console.py does).
-SHOTS = Path(os.environ.get("ROCKETPY_CONSOLE_SHOTS", ROOT / "target" / "console-screenshots"))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 GROUP = "broker-a"
 
 
@@ -32,31 +26,6 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
     store = tmp_path_factory.mktemp("console-controller") / "store"
     with in_process_dev(store, controller=True) as d:
         yield d
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    assert CHROMIUM, "Debian's chromium is required (make test installs it with apt)"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    """A page that records console errors and uncaught exceptions; the test ends by
-    asserting there were none."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    p = context.new_page()
-    errors: list[str] = []
-    p.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    p.on("pageerror", lambda e: errors.append(str(e)))
-    yield p
-    context.close()
-    assert errors == [], errors
 
 
 def replicas(page: Any) -> dict[str, dict[str, str]]:
@@ -103,7 +72,9 @@ def test_unreachable_controller_is_a_notice(dev: DevServer, page: Any) -> None:
         assert GROUP in page.inner_text("#brokers"), "the rest of the page is there"
 
 
-def test_cluster_page_shows_the_group_and_its_failover(dev: DevServer, page: Any) -> None:
+def test_cluster_page_shows_the_group_and_its_failover(
+    dev: DevServer, page: Any, shots: Path
+) -> None:
     assert dev.controller_addr is not None
     with ConsoleServer(dev.namesrv_addr, port=0, controller=dev.controller_addr) as console:
         url = console.url
@@ -144,5 +115,4 @@ def test_cluster_page_shows_the_group_and_its_failover(dev: DevServer, page: Any
         assert after_addr != master_addr
         assert replicas(page)[after_addr] == {"role": "master", "alive": "true", "sync": "in sync"}
         assert int(section.locator("strong.master-epoch").inner_text()) > epoch
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "cluster-controller.png"), full_page=True)
+        page.screenshot(path=str(shots / "cluster-controller.png"), full_page=True)

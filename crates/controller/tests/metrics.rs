@@ -15,17 +15,9 @@ use rocketpy_remoting::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const WAIT: Duration = Duration::from_secs(20);
-const CLUSTER: &str = "DefaultCluster";
-const GROUP: &str = "broker-a";
+mod common;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{free_port, CLUSTER, GROUP, WAIT};
 
 fn request(code: i32, fields: &[(&str, String)]) -> RemotingCommand {
     let mut r = RemotingCommand::request(code);

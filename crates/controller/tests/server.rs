@@ -20,17 +20,9 @@ use rocketpy_remoting::{
 };
 use tokio::sync::mpsc;
 
-const WAIT: Duration = Duration::from_secs(20);
-const CLUSTER: &str = "DefaultCluster";
-const GROUP: &str = "broker-a";
+mod common;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{free_port, CLUSTER, GROUP, WAIT};
 
 fn settings(peers: &str, id: &str, dir: &std::path::Path) -> ControllerSettings {
     let mut s = ControllerSettings::default();

@@ -13,8 +13,8 @@ rocketpy_protocol::config_struct! {
         controller_addr: String = String::new() => "controllerAddr",
         /// Milliseconds between asks for the group's master and SyncStateSet (GET_REPLICA_INFO).
         sync_broker_metadata_period: u64 = 5_000 => "syncBrokerMetadataPeriod",
-        /// Milliseconds between the master's checks of which replicas are in sync.
-        check_sync_state_set_period: u64 = 5_000 => "checkSyncStateSetPeriod",
+        /// Milliseconds between the master's checks of which replicas are in sync. 1 s, not RocketMQ's 5 s: the check is local (the controller is asked only on a change), and its period adds to the time a lost replica holds up SYNC writes.
+        check_sync_state_set_period: u64 = 1_000 => "checkSyncStateSetPeriod",
         /// Milliseconds between asks for the controller leader (GET_METADATA_INFO).
         sync_controller_metadata_period: u64 = 10_000 => "syncControllerMetadataPeriod",
         /// Milliseconds of silence after which controllers take this broker for dead (sent in each heartbeat). 5 s, not RocketMQ's 10 s: five missed beats, and a paused or cut-off master is replaced within 10 s (the README's measured figures).
@@ -29,8 +29,8 @@ rocketpy_protocol::config_struct! {
         in_sync_replicas: i32 = 1 => "inSyncReplicas",
         /// Below this many in-sync replicas, SYNC writes are refused (IN_SYNC_REPLICAS_NOT_ENOUGH).
         min_in_sync_replicas: i32 = 1 => "minInSyncReplicas",
-        /// Milliseconds a replica may lag before the master drops it from the SyncStateSet.
-        ha_max_time_slave_not_catchup: u64 = 15_000 => "haMaxTimeSlaveNotCatchup",
+        /// Milliseconds a replica may lag before the master drops it from the SyncStateSet. 5 s, not RocketMQ's 15 s: as long as a master may be silent before it is replaced (controllerHeartBeatTimeoutMills), since until then a lost replica holds up every write that waits for the whole SyncStateSet.
+        ha_max_time_slave_not_catchup: u64 = 5_000 => "haMaxTimeSlaveNotCatchup",
         /// The epoch file (default {storePathRootDir}/epochFileCheckpoint).
         store_path_epoch_file: Option<String> = None => "storePathEpochFile",
         /// The file holding this broker's controller id (default {storePathRootDir}/brokerIdentity).

@@ -14,10 +14,16 @@ use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 use serde::Serialize;
 
 use super::client::ReplicaInfo;
+use super::replicas::ReplicasManager;
 use crate::state::BrokerInner;
 
-fn only_controller_mode() -> ProcessError {
-    ProcessError::new(SYSTEM_ERROR, "this request only for controllerMode ")
+/// This broker's replicas manager; RocketMQ's answer (its remark to the letter) on a broker
+/// not in controller mode.
+fn manager(broker: &BrokerInner) -> Result<Arc<ReplicasManager>, ProcessError> {
+    broker
+        .replicas
+        .clone()
+        .ok_or_else(|| ProcessError::new(SYSTEM_ERROR, "this request only for controllerMode "))
 }
 
 /// NOTIFY_BROKER_ROLE_CHANGED: the new master, its epoch and the SyncStateSet.
@@ -26,9 +32,7 @@ pub fn notify_role_changed(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let Some(manager) = broker.replicas.clone() else {
-        return Err(only_controller_mode());
-    };
+    let manager = manager(broker)?;
     let sss: SyncStateSet = body::decode(&req.body)
         .map_err(|e| ProcessError::new(SYSTEM_ERROR, format!("invalid SyncStateSet body: {e}")))?;
     let info = ReplicaInfo {
@@ -74,9 +78,7 @@ pub fn epoch_cache(
     _: &Arc<Connection>,
     req: &RemotingCommand,
 ) -> ProcessResult {
-    let Some(manager) = broker.replicas.clone() else {
-        return Err(only_controller_mode());
-    };
+    let manager = manager(broker)?;
     let entries = manager.epochs().lock().cache().entries();
     let body = EpochEntryCache {
         broker_id: manager.registration_id().unwrap_or(manager.broker_id()),

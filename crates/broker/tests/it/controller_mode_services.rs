@@ -10,30 +10,11 @@ use crate::broker::pull;
 use crate::controller_mode::{broker_on, cluster, role_id, runtime, sync_state_set_len, wait_for};
 use crate::wire::{records, Wire};
 
-const SEND_MESSAGE_V2: i32 = 310;
 const POP_MESSAGE: i32 = 200050;
 const SUCCESS: i32 = 0;
 
 fn send(w: &mut Wire, topic: &str, body: &[u8], props: &[(&str, &str)]) {
-    let props: String = props
-        .iter()
-        .map(|(k, v)| format!("{k}\u{1}{v}\u{2}"))
-        .collect();
-    let fields = [
-        ("a", "services-producer"),
-        ("b", topic),
-        ("c", "TBW102"),
-        ("d", "1"),
-        ("e", "0"),
-        ("f", "0"),
-        ("g", "1700000000000"),
-        ("h", "0"),
-        ("i", props.as_str()),
-        ("j", "0"),
-        ("k", "0"),
-    ];
-    let r = w.call(SEND_MESSAGE_V2, &fields, body);
-    assert_eq!(r.code, SUCCESS, "{:?}", r.remark);
+    assert_eq!(crate::timer::send(w, topic, body, props), SUCCESS);
 }
 
 fn pop(w: &mut Wire, clock: &Clock, topic: &str) -> crate::wire::Frame {

@@ -5,6 +5,7 @@
 mod admin;
 mod broker;
 mod config_files;
+mod controller_client;
 mod controller_mode;
 mod controller_mode_services;
 mod filter;

@@ -11,7 +11,8 @@ const SEND_MESSAGE_V2: i32 = 310;
 const SUCCESS: i32 = 0;
 const MESSAGE_ILLEGAL: i32 = 13;
 
-fn send(w: &mut Wire, topic: &str, body: &[u8], props: &[(&str, &str)]) -> i32 {
+/// Sends `body` with `props` to queue 0 of `topic` (auto-created); the answer's code.
+pub(crate) fn send(w: &mut Wire, topic: &str, body: &[u8], props: &[(&str, &str)]) -> i32 {
     let props: String = props
         .iter()
         .map(|(k, v)| format!("{k}\u{1}{v}\u{2}"))

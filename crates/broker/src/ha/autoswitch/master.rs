@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{watch, Notify};
 
 use super::acks::{SlaveInfo, Table};
-use super::{timed, Error, HaSettings};
+use super::{timed, until_stopped, Error, HaSettings};
 use crate::ha::epoch_file::EpochFile;
 
 /// How long a connection with nothing to send sleeps at most before looking again, should a
@@ -278,12 +278,9 @@ pub async fn serve_connection(
     master: Arc<AutoSwitchMaster>,
     stream: TcpStream,
     settings: HaSettings,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Result<(), Error> {
-    tokio::select! {
-        result = connection(master, stream, settings.sane()) => result,
-        _ = stop.wait_for(|s| *s) => Ok(()),
-    }
+    until_stopped(connection(master, stream, settings.sane()), stop).await
 }
 
 async fn connection(

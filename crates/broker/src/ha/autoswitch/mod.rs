@@ -85,6 +85,18 @@ async fn timed<T>(
         .map_err(|_| "the peer did not take a frame within haHousekeepingInterval")??)
 }
 
+/// Runs one side's `connection` until it ends, or until `stop` is set (or its sender
+/// dropped): the stop is a clean end.
+async fn until_stopped(
+    connection: impl std::future::Future<Output = Result<(), Error>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Error> {
+    tokio::select! {
+        result = connection => result,
+        _ = stop.wait_for(|s| *s) => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -20,7 +20,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::{timed, Error, HaSettings};
+use super::{timed, until_stopped, Error, HaSettings};
 use crate::ha::epoch_file::EpochFile;
 
 /// The master shares no epoch with this replica at the same start offset: nothing tells
@@ -110,12 +110,9 @@ pub async fn session(
     slave: &AutoSwitchSlave,
     stream: TcpStream,
     settings: HaSettings,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Result<(), Error> {
-    tokio::select! {
-        result = connection(slave, stream, settings.sane()) => result,
-        _ = stop.wait_for(|s| *s) => Ok(()),
-    }
+    until_stopped(connection(slave, stream, settings.sane()), stop).await
 }
 
 async fn connection(

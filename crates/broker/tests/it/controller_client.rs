@@ -10,13 +10,7 @@ use rocketpy_controller::server::{ControllerServer, ControllerSettings};
 use rocketpy_protocol::code::controller::response::CONTROLLER_FENCED_MASTER_EPOCH;
 use rocketpy_remoting::{ClientConfig, RemotingClient, TlsConfig};
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::controller_mode::free_port;
 
 async fn controller(dir: &std::path::Path) -> ControllerServer {
     let mut s = ControllerSettings::default();

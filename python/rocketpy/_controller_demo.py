@@ -93,6 +93,20 @@ def master_of(dev: DevServer) -> Broker | None:
     return next((b for b in dev.replicas.values() if b.broker_addr == addr), None)
 
 
+def wait_for_master(dev: DevServer, timeout: float = 30.0) -> Broker:
+    """The group's master once the name server lists it (the controller elects one of the
+    replicas after they registered): what makes the demo ready for clients."""
+    deadline = time.monotonic() + timeout
+    while (master := master_of(dev)) is None:
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"no master of {GROUP} listed by the name server {timeout:.0f} s after start: "
+                f"is the controller at {dev.controller_addr} reachable from the brokers?"
+            )
+        time.sleep(0.1)
+    return master
+
+
 def in_sync(dev: DevServer) -> int:
     """How many of the group's brokers are in its SyncStateSet now."""
     from rocketpy.admin import Admin

@@ -74,7 +74,8 @@ class DevServer:
             RocketMQ's samples, or a free port), and three brokers of ``broker-a`` (ports
             ``broker_port``, ``+ 10``, ``+ 20``; stores ``<store_dir>-n0``, ``-n1``, ``-n2``)
             let it elect their master and replace it when it stops
-            (:meth:`stop_master` shows that).
+            (:meth:`stop_master` shows that); :meth:`start` returns once the name server
+            lists the elected master.
     """
 
     def __init__(
@@ -150,7 +151,8 @@ class DevServer:
             for i in range(3):
                 store = self.store_dir.with_name(f"{self.store_dir.name}-n{i}")
                 self.replicas[store] = _controller_demo.start_replica(self, store, i)
-            self.broker = next(iter(self.replicas.values()))
+            # Ready when clients can send: the name server lists the elected master.
+            self.broker = _controller_demo.wait_for_master(self)
         except BaseException:
             self.stop()
             raise

@@ -5,8 +5,11 @@ tests. Nothing here uses rocketpy.
     python cpp_client.py '<json spec>'
 
 The spec's ``action`` is ``produce``, ``consume`` or ``pull``; results are JSON lines on stdout
-(``sent``, ``ready``, ``received``, ``done``, ``error``). A consumer runs until its stdin
-closes or ``timeout`` passes. Bodies are text (the C API returns bodies as C strings).
+(``sent``, ``failed``, ``ready``, ``received``, ``done``, ``error``). A consumer runs until its
+stdin closes or ``timeout`` passes. Bodies are text (the C API returns bodies as C strings).
+A producer with ``keep_going`` (sync sends) reports a failed send and goes on, every
+``interval_ms``, until ``recovered`` sends in a row succeeded after a failure or ``max_s``
+passed — an application that rides out a broker failover.
 """
 
 from __future__ import annotations
@@ -82,7 +85,9 @@ def produce(spec: dict[str, Any]) -> None:
     mode, count = spec.get("mode", "sync"), spec.get("count", 1)
     pending = threading.Semaphore(0)
     try:
-        if mode == "batch":
+        if spec.get("keep_going"):
+            ride_out(producer, spec)
+        elif mode == "batch":
             result = producer.send_batch([make_message(spec, i) for i in range(count)])
             emit(
                 "sent",
@@ -197,6 +202,23 @@ def pull(spec: dict[str, Any]) -> None:
         time.sleep(0.2)
     consumer.shutdown()
     emit("done")
+
+
+def ride_out(producer: Producer, spec: dict[str, Any]) -> None:
+    """Sync sends until ``recovered`` succeed in a row after a failure, or ``max_s`` passes."""
+    deadline = time.monotonic() + spec.get("max_s", 90)
+    failed_once, in_a_row, i = False, 0, 0
+    while time.monotonic() < deadline and not (failed_once and in_a_row >= spec["recovered"]):
+        try:
+            r = producer.send_sync(make_message(spec, i))
+        except Exception as e:  # the C client raises on a failed send
+            emit("failed", i=i, error=str(e)[:300])
+            failed_once, in_a_row = True, 0
+        else:
+            emit("sent", i=i, status=STATUS[int(r.status)], msg_id=r.msg_id, offset=r.offset)
+            in_a_row += 1
+        i += 1
+        time.sleep(spec.get("interval_ms", 20) / 1000)
 
 
 def main() -> None:

@@ -76,8 +76,11 @@ def start_replica(dev: DevServer, store: Path, index: int) -> Broker:
         "syncBrokerMetadataPeriod": "1000",
         **dev_store_defaults(store),
     }
-    if dev.grpc_port is not None and index == 0:
-        overrides["grpcServerPort"] = str(dev.grpc_port)
+    if dev.grpc_port is not None:
+        # Every broker serves 5.x clients: its endpoint reaches the group's master of the
+        # moment (the proxy forwards over TCP), so a client of a surviving broker's endpoint
+        # rides out a failover.
+        overrides["grpcServerPort"] = str(dev.grpc_port + 10 * index if dev.grpc_port else 0)
     overrides.update(dev.broker_config)
     return Broker.start(None, overrides)
 

@@ -148,8 +148,8 @@ def cmd_dev(args: argparse.Namespace) -> None:
     )
     for url in dev.metrics_urls:
         _say(f"metrics: {url}")
-    if dev.grpc_address:
-        _say(f"gRPC endpoint for RocketMQ 5.x clients: {dev.grpc_address}")
+    if dev.grpc_addresses:
+        _say(f"gRPC endpoint for RocketMQ 5.x clients: {';'.join(dev.grpc_addresses)}")
     console = None
     if args.console_port is not None:
         console = _start_console(

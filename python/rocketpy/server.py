@@ -68,7 +68,9 @@ class DevServer:
             on this port, the name server's on the next, the slave's on the one after (0 =
             free ports for all). ``None`` (the default) exports nothing.
         grpc_port: also serve RocketMQ 5.x clients (gRPC, ``grpcServerPort``) on this port
-            (0 = a free port). ``None`` (the default): 4.x clients only.
+            (0 = a free port). ``None`` (the default): 4.x clients only. With ``controller``
+            each broker serves them, on this port, ``+ 10`` and ``+ 20``
+            (:attr:`grpc_addresses`).
         controller: controller mode's local demo instead of a single broker: the name server
             runs a controller (``enableControllerInNamesrv``, on ``namesrv_port + 2`` as in
             RocketMQ's samples, or a free port), and three brokers of ``broker-a`` (ports
@@ -206,6 +208,13 @@ class DevServer:
     def grpc_address(self) -> str | None:
         """``host:port`` of the gRPC endpoint for RocketMQ 5.x clients (with ``grpc_port``)."""
         return self.broker.grpc_address if self.broker is not None else None
+
+    @property
+    def grpc_addresses(self) -> list[str]:
+        """Every running broker's gRPC endpoint (with ``grpc_port``; in controller mode one
+        per broker, each reaching the group's master of the moment)."""
+        brokers = list(self.replicas.values()) if self.controller else [self.broker]
+        return [b.grpc_address for b in brokers if b is not None and b.grpc_address]
 
     @property
     def metrics_urls(self) -> list[str]:

@@ -8,8 +8,9 @@
 //! it reaches over TCP. What it remembers — each client's settings and its telemetry
 //! stream — a client re-sends when it reconnects.
 //!
-//! It runs inside a broker process (`grpcServerPort`) or on its own (`rocketpy proxy`), and
-//! works the same in front of Apache RocketMQ 5.x brokers, which serve the same requests.
+//! It runs inside a broker process (`grpcServerPort`); [`server::Proxy::start`] also runs it
+//! on its own (no command starts that yet), and it works the same in front of Apache
+//! RocketMQ 5.x brokers, which serve the same requests.
 
 pub mod ack;
 pub mod auth;

@@ -6,8 +6,10 @@ the Python of the venv ``make compat-py5`` makes. Nothing here uses rocketpy.
 
 The spec's ``action`` is ``produce``, ``transaction``, ``simple_consume``, ``push_consume``,
 ``stub_batch_ack`` or ``stub_query_route``;
-results are JSON lines on stdout (``ready``, ``sent``, ``received``, ``acked``, ``checked``,
-``done``, ``error``). Consumers run until their stdin closes or ``timeout`` passes.
+results are JSON lines on stdout (``ready``, ``sent``, ``failed``, ``received``, ``acked``,
+``checked``, ``done``, ``error``). Consumers run until their stdin closes or ``timeout`` passes.
+A producer with ``keep_going`` reports a failed send and goes on, every ``interval_ms``, until
+its stdin closes or ``max_s`` passes — an application that rides out a broker failover.
 """
 
 from __future__ import annotations
@@ -110,11 +112,30 @@ def produce(spec: dict[str, Any]) -> None:
     producer.startup()
     try:
         emit("ready")
+        if spec.get("keep_going"):
+            ride_out(producer, spec)
+            return
         for i in range(spec.get("count", 1)):
             receipt = producer.send(message(spec, i))
             emit("sent", i=i, message_id=receipt.message_id, offset=receipt.offset)
     finally:
         producer.shutdown()
+
+
+def ride_out(producer: Producer, spec: dict[str, Any]) -> None:
+    """Sends until stdin closes or ``max_s`` passes; a failed send is reported."""
+    stop = stdin_closed()
+    deadline = time.monotonic() + spec.get("max_s", 90)
+    i = 0
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            receipt = producer.send(message(spec, i))
+        except Exception as e:  # the client raises on a failed send (after its retries)
+            emit("failed", i=i, error=f"{type(e).__name__}: {e}"[:300])
+        else:
+            emit("sent", i=i, message_id=receipt.message_id, offset=receipt.offset)
+        i += 1
+        stop.wait(spec.get("interval_ms", 20) / 1000)
 
 
 class Checker(TransactionChecker):

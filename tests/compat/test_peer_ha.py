@@ -45,13 +45,22 @@ class RustBroker:
     and its broker then runs as a master (no replication, no slave sync), so the role goes in
     both sections here."""
 
-    def __init__(self, home: Path, ns_addr: str, role: str, broker_id: int, **store: str) -> None:
+    def __init__(
+        self,
+        home: Path,
+        ns_addr: str,
+        role: str,
+        broker_id: int,
+        broker: dict[str, str] | None = None,
+        **store: str,
+    ) -> None:
         (home / "conf").mkdir(parents=True)
         self.port, self.ha_port = free_port(3), free_port()
         self.addr = f"127.0.0.1:{self.port}"
         self.home = home
         self.store = home / "store"
         store_lines = "".join(f'{k} = "{v}"\n' for k, v in store.items())
+        broker_lines = "".join(f"{k} = {v}\n" for k, v in (broker or {}).items())
         conf = home / "broker.toml"
         conf.write_text(
             f"""[broker]
@@ -63,7 +72,7 @@ storePathRootDir = "{self.store}"
 registerNameServerPeriod = 10000
 brokerRole = "{role}"
 slaveReadEnable = true
-
+{broker_lines}
 [broker.brokerIdentity]
 brokerClusterName = "DefaultCluster"
 brokerName = "{BROKER_NAME}"

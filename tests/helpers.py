@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rocketpy import (
     ClientConfig,
@@ -14,6 +15,9 @@ from rocketpy import (
     MessageSelector,
     PushConsumer,
 )
+
+if TYPE_CHECKING:
+    from rocketpy.admin.controller import ReplicasInfo
 
 
 class Collector:
@@ -131,3 +135,19 @@ def pull_bodies(addr: str, topic: str, queues: int) -> set[bytes]:
     finally:
         client.shutdown()
     return out
+
+
+def controller_replicas(controller: str, group: str) -> ReplicasInfo | None:
+    """``group``'s master and SyncStateSet as the controller at ``controller`` knows them (None:
+    not yet, or the controller cannot answer now)."""
+    from rocketpy._native import RemotingClient
+    from rocketpy.admin.controller import ControllerAdmin
+    from rocketpy.errors import RocketpyError
+
+    client = RemotingClient()
+    try:
+        return ControllerAdmin(client).sync_state_data(controller, [group]).get(group)
+    except RocketpyError:
+        return None
+    finally:
+        client.shutdown()

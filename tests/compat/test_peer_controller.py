@@ -17,7 +17,7 @@ from servers import free_port, namesrv
 from test_peer_ha import BROKER_NAME, RustBroker
 from test_rocketmq_rust_servers import BIN
 
-from helpers import wait_until
+from helpers import controller_replicas, wait_until
 from rocketpy._native import Controller, RemotingClient
 from rocketpy.admin.controller import ControllerAdmin, ReplicasInfo
 from rocketpy.errors import RocketpyError
@@ -26,13 +26,7 @@ pytestmark = [pytest.mark.compat_server]
 
 
 def replicas(controller: str) -> ReplicasInfo | None:
-    client = RemotingClient()
-    try:
-        return ControllerAdmin(client).sync_state_data(controller, [BROKER_NAME]).get(BROKER_NAME)
-    except RocketpyError:
-        return None
-    finally:
-        client.shutdown()
+    return controller_replicas(controller, BROKER_NAME)
 
 
 def test_rocketmq_rust_broker_is_elected_by_a_rocketpy_controller(tmp_path: Path) -> None:

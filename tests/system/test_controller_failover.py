@@ -20,11 +20,18 @@ from servers import (
     free_port,
 )
 
-from helpers import Collector, fast_config, pull_bodies, start_consumer, wait_until
+from helpers import (
+    Collector,
+    controller_replicas,
+    fast_config,
+    pull_bodies,
+    start_consumer,
+    wait_until,
+)
 from rocketpy import ConsumeFromWhere, Message, Producer, SendResult, SendStatus
-from rocketpy._native import Broker, NameServer, RemotingClient
+from rocketpy._native import Broker, NameServer
 from rocketpy.admin import Admin
-from rocketpy.admin.controller import ControllerAdmin, ReplicasInfo
+from rocketpy.admin.controller import ReplicasInfo
 from rocketpy.cli import main as rocketpy_main
 from rocketpy.errors import RocketpyError
 
@@ -69,13 +76,7 @@ def store_port(result: SendResult) -> int:
 
 def replicas(controller: str) -> ReplicasInfo | None:
     """broker-a's master and SyncStateSet as the controller knows them (None: not yet)."""
-    client = RemotingClient()
-    try:
-        return ControllerAdmin(client).sync_state_data(controller, [GROUP]).get(GROUP)
-    except RocketpyError:
-        return None
-    finally:
-        client.shutdown()
+    return controller_replicas(controller, GROUP)
 
 
 def in_sync(controller: str) -> dict[str, int]:

@@ -288,7 +288,8 @@ def parser() -> argparse.ArgumentParser:
         "--grpc-port",
         type=int,
         metavar="PORT",
-        help="serve RocketMQ 5.x clients (gRPC) on PORT too (0: a free port)",
+        help="serve RocketMQ 5.x clients (gRPC) on PORT too (0: a free port; with "
+        "--controller every broker does, on PORT, PORT+10 and PORT+20)",
     )
     dev.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="any broker.conf key"

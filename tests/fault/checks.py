@@ -108,22 +108,22 @@ def check(
     where = by_key(log)
     v: dict[str, list[str]] = {}
 
-    acked = [s for s in sends if s.get("st") == "SEND_OK"]
-    lost = []
-    for s in acked:
-        places = [(r["q"], r["o"], r["phys"]) for r in where.get(s["k"], [])]
-        if (s["q"], s["o"], s["phys"]) not in places:
-            lost.append(f"{s['k']} acked at q{s['q']}/o{s['o']}/phys {s['phys']} by {s['at']} "
-                        f"at {s['t1']:.3f}; in the final log: {places or 'absent'}")  # fmt: skip
-    v["acknowledged message lost (or moved)"] = lost
+    def not_in_final_log(rows: list[dict[str, Any]], what: str, when: str) -> list[str]:
+        """The rows (sends or reads) whose queue, offset and CommitLog place the final log
+        does not hold for their key."""
+        out = []
+        for r in rows:
+            places = [(x["q"], x["o"], x["phys"]) for x in where.get(r["k"], [])]
+            if (r["q"], r["o"], r["phys"]) not in places:
+                out.append(f"{r['k']} {what} at q{r['q']}/o{r['o']}/phys {r['phys']} by "
+                           f"{r['at']} at {r[when]:.3f}; in the final log: {places or 'absent'}")  # fmt: skip
+        return out
 
-    phantom = []
-    for r in reads:
-        places = [(x["q"], x["o"], x["phys"]) for x in where.get(r["k"], [])]
-        if (r["q"], r["o"], r["phys"]) not in places:
-            phantom.append(f"{r['k']} read at q{r['q']}/o{r['o']}/phys {r['phys']} from "
-                           f"{r['at']} at {r['t']:.3f}; in the final log: {places or 'absent'}")  # fmt: skip
-    v["message read, then not in the final log (rolled back)"] = phantom
+    acked = [s for s in sends if s.get("st") == "SEND_OK"]
+    v["acknowledged message lost (or moved)"] = not_in_final_log(acked, "acked", "t1")
+    v["message read, then not in the final log (rolled back)"] = not_in_final_log(
+        reads, "read", "t"
+    )
 
     gaps = []
     for node, d in dumps.items():

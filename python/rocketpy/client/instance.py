@@ -460,6 +460,7 @@ class ClientInstance:
                 }
             )
         left = [len(targets)]
+        counting = threading.Lock()
         all_done = threading.Event()
 
         def answered(addr: str, resp: RemotingResponse | None, err: BaseException | None) -> None:
@@ -470,7 +471,7 @@ class ClientInstance:
                     check(resp, addr)
             except Exception as e:
                 log.warning("heartbeat to %s failed: %s", addr, e)
-            with self._lock:
+            with counting:
                 left[0] -= 1
                 if left[0] == 0:
                     all_done.set()

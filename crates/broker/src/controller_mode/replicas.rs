@@ -231,11 +231,9 @@ impl ReplicasManager {
     }
 
     fn become_slave(&self, broker: &Arc<BrokerInner>, info: &ReplicaInfo, master_addr: String) {
-        broker.store.set_role(BrokerRole::Slave);
         // A master's writing services stop at the role (each reads it); their state is read
-        // again from the store when this broker is a master next time.
-        broker.timer.restart();
-        broker.transactions.forget();
+        // again from the store when this broker is a master next time (take_over_services).
+        broker.store.set_role(BrokerRole::Slave);
         // The master's HA address comes with the name server's answer to this slave's
         // registration (registered at once after this change).
         broker.ha.set_master(None, Some(master_addr.clone()), false);

@@ -40,7 +40,14 @@ from rocketpy.errors import (
 )
 from rocketpy.logs import set_native_log_level
 from rocketpy.message import Message, MessageQueue, SendResult, SendStatus
-from rocketpy.producer import MessageQueueSelector, Producer, select_by_hash, select_random
+from rocketpy.producer import (
+    BulkSendError,
+    BulkSendResult,
+    MessageQueueSelector,
+    Producer,
+    select_by_hash,
+    select_random,
+)
 from rocketpy.selector import MessageSelector
 from rocketpy.tls import TlsOptions
 from rocketpy.transaction import (
@@ -52,6 +59,8 @@ from rocketpy.transaction import (
 
 __all__ = [
     "BrokerResponseError",
+    "BulkSendError",
+    "BulkSendResult",
     "ClientConfig",
     "ClientError",
     "ConfigError",

@@ -140,11 +140,44 @@ class ProducerCore:
         ``ClientError`` when full for ``timeout_ms``, or closed."""
     def send(self, lane: int | None, message: Any, timeout_ms: int) -> SendOutcome:
         """Sends the message alone and waits for the answer (see :class:`SendOutcome`)."""
+    def send_many(
+        self,
+        lanes: list[int],
+        segments: list[tuple[Any, Any | None]],
+        ranges: list[tuple[int, int, int]],
+        properties: str,
+        max_body: int,
+        max_request_bytes: int = 1048576,
+        window: int = 8,
+        timeout_ms: int = 3000,
+    ) -> list[
+        tuple[int, int, int, int, int | None, int | None, int | None, str | None, str | None]
+    ]:
+        """Sends rows of ``segments`` (``(bodies, keys or None)``: lists or
+        :class:`ArrowColumn`) for each ``(segment, start, stop)`` of ``ranges``, in batch
+        requests over ``lanes`` in turn, ``window`` in flight; waits for every answer.
+        Returns per request ``(lane, segment, start, count, code, queue_id, queue_offset,
+        remark, error)``; raises ValueError on a row it cannot send."""
     def flush(self, timeout_ms: int) -> bool:
         """Sends what gathers and waits until every message was answered."""
     def close(self) -> None: ...
     @property
     def held_bytes(self) -> int: ...
+
+class ArrowColumn:
+    """A binary or string Arrow column by its buffers (``pyarrow.Array.buffers()``):
+    rows ``offset .. offset + length``; ``wide`` for 64-bit offsets."""
+
+    def __init__(
+        self,
+        validity: Any | None,
+        offsets: Any,
+        data: Any | None,
+        wide: bool,
+        offset: int,
+        length: int,
+    ) -> None: ...
+    def __len__(self) -> int: ...
 
 class RemotingClient:
     """Connection-pooling client of the RocketMQ remoting protocol; waits release the GIL."""

@@ -4,6 +4,7 @@
 //! - [`lanes`]: a producer's lanes (broker address, topic, queue) by number.
 //! - [`topic_lanes`]: which of a topic's lanes a send takes (in turn, or sticky per batch).
 //! - [`batch`]: request batching per lane (`autoBatch`, `linger.ms`), with its invariants.
+//! - [`bulk`]: bulk sends, many messages encoded into bounded batch requests, a window in flight.
 //! - [`requests`]: SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE requests from a lane and a template.
 //! - [`answer`]: the fields of a broker's answer to a send.
 //! - [`pull_range`]: a range of queue offsets read through many PULL_MESSAGEs in flight.
@@ -13,6 +14,7 @@
 
 pub mod answer;
 pub mod batch;
+pub mod bulk;
 pub mod lanes;
 pub mod pull_range;
 pub mod requests;

@@ -3,6 +3,7 @@
 
 mod batcher;
 mod buffer;
+mod bulk_send;
 mod callbacks;
 mod client;
 mod client_metrics;
@@ -47,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::RemotingResponse>()?;
     m.add_class::<producer_core::ProducerCore>()?;
     m.add_class::<direct_send::SendOutcome>()?;
+    m.add_class::<bulk_send::ArrowColumn>()?;
     m.add_class::<unique_id::UniqueIds>()?;
     m.add_class::<header::Header>()?;
     m.add_class::<message::MessageExt>()?;

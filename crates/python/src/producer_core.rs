@@ -12,6 +12,7 @@ use rocketpy_client::{Accumulator, AddError, BatchSettings, Template, TopicLanes
 use rocketpy_protocol::message::batch::encode_batch_item;
 
 use crate::batcher::Sink;
+use crate::bulk_send;
 use crate::client::RemotingClient;
 use crate::direct_send::{DirectSend, SendOutcome};
 use crate::errors::ClientError;
@@ -272,6 +273,45 @@ impl ProducerCore {
         }
         let accumulator = &self.accumulator;
         process::detach(py, || accumulator.flush(Duration::from_millis(timeout_ms)))
+    }
+
+    /// Sends rows of `segments` (each a `(bodies, keys or None)` pair of columns: lists or
+    /// `ArrowColumn`s) natively in SEND_BATCH_MESSAGE requests of at most
+    /// `max_request_bytes`, in turn over `lanes`, at most `window` in flight: for each
+    /// `(segment, start, stop)` of `ranges`. Every message gets the encoded `properties`,
+    /// its key and a new unique id. Waits (GIL released) for every answer; returns each
+    /// chunk's outcome (see `bulk_send::Outcome`). Raises ValueError on a row it cannot
+    /// send (nothing of that row's chunk went; earlier chunks did).
+    #[pyo3(signature = (lanes, segments, ranges, properties, max_body, max_request_bytes=1048576, window=8, timeout_ms=3000))]
+    #[allow(clippy::too_many_arguments)] // mirrors the Python signature
+    fn send_many(
+        &self,
+        py: Python<'_>,
+        lanes: Vec<u32>,
+        segments: Vec<(Bound<'_, PyAny>, Option<Bound<'_, PyAny>>)>,
+        ranges: Vec<(usize, usize, usize)>,
+        properties: &str,
+        max_body: usize,
+        max_request_bytes: usize,
+        window: usize,
+        timeout_ms: u64,
+    ) -> PyResult<Vec<bulk_send::Outcome>> {
+        self.owner.check("producer")?;
+        crate::runtime::refuse_on_io_thread()?;
+        let send = bulk_send::BulkSend {
+            client: &self.direct.client,
+            lanes: &self.lanes,
+            template: &self.direct.template,
+            unique_ids: self.unique_ids.get(),
+            client_id: &self.direct.answers.client_id,
+        };
+        let limits = bulk_send::Limits {
+            max_body,
+            max_request_bytes: max_request_bytes.max(1),
+            window: window.max(1),
+            timeout: Duration::from_millis(timeout_ms.max(1)),
+        };
+        send.run(py, &lanes, segments, &ranges, properties, &limits)
     }
 
     /// Refuses further messages (those held still go).

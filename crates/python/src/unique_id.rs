@@ -44,6 +44,13 @@ impl UniqueIds {
 impl UniqueIds {
     /// A new id (for native callers).
     pub fn next_id(&self, py: Python<'_>) -> PyResult<String> {
+        let mut id = String::with_capacity(self.prefix.len() + 12);
+        self.write_next(py, &mut id)?;
+        Ok(id)
+    }
+
+    /// Appends a new id to `out` (bulk sends reuse one buffer).
+    pub fn write_next(&self, py: Python<'_>, out: &mut String) -> PyResult<()> {
         let now = now_millis();
         if now >= self.next_month.load(Ordering::Relaxed) {
             let (start, next): (i64, i64) = self.roll.call1(py, (now,))?.extract(py)?;
@@ -53,11 +60,10 @@ impl UniqueIds {
         let diff = (now - self.month_start.load(Ordering::Relaxed)) as u32;
         let count = self.counter.fetch_add(1, Ordering::Relaxed) & 0xFFFF;
         // Hex by hand: `format!` costs more than the rest of the id.
-        let mut id = String::with_capacity(self.prefix.len() + 12);
-        id.push_str(&self.prefix);
-        push_hex(&mut id, diff, 8);
-        push_hex(&mut id, count, 4);
-        Ok(id)
+        out.push_str(&self.prefix);
+        push_hex(out, diff, 8);
+        push_hex(out, count, 4);
+        Ok(())
     }
 }
 

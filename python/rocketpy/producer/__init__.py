@@ -5,6 +5,7 @@ brokers (send latency fault tolerance)."""
 
 from __future__ import annotations
 
+from rocketpy.producer._bulk import BulkSendError, BulkSendResult
 from rocketpy.producer._producer import Producer
 from rocketpy.producer._selectors import (
     MessageQueueSelector,
@@ -13,4 +14,12 @@ from rocketpy.producer._selectors import (
     select_random,
 )
 
-__all__ = ["MessageQueueSelector", "Producer", "SendCallback", "select_by_hash", "select_random"]
+__all__ = [
+    "BulkSendError",
+    "BulkSendResult",
+    "MessageQueueSelector",
+    "Producer",
+    "SendCallback",
+    "select_by_hash",
+    "select_random",
+]

@@ -1,7 +1,7 @@
 """The public class of :mod:`rocketpy.producer`: settings, lifecycle, and the send methods,
 each choosing the native path when it can and the Python path (:mod:`._python_send`)
 otherwise. Its parts, from the bottom up: ``_state`` (what every part reads), ``_prepare``,
-``_routing``, ``_python_send``, ``_native_send``."""
+``_routing``, ``_python_send``, ``_native_send``, ``_bulk``."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from rocketpy.client.route import TopicPublishInfo
 from rocketpy.credentials import SessionCredentials, credentials_of
 from rocketpy.errors import ClientError
 from rocketpy.message import Message, MessageQueue, SendResult
-from rocketpy.producer._native_send import NativeSends
+from rocketpy.producer._bulk import BulkSends
 from rocketpy.producer._prepare import STATUS, Prepared
 from rocketpy.producer._selectors import MessageQueueSelector, SendCallback
 from rocketpy.protocol import AUTO_CREATE_TOPIC_KEY
@@ -30,7 +30,7 @@ from rocketpy.tls import TlsOptions, tls_of
 from rocketpy.validate import MAX_MESSAGE_SIZE, check_group
 
 
-class Producer(NativeSends):
+class Producer(BulkSends):
     """Sends messages to the brokers that serve their topic.
 
     Args:

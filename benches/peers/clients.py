@@ -33,6 +33,19 @@ class Client(Protocol):
         ``window`` unanswered; counts them until the last answer. ``ready`` is called once
         connected and warmed up, just before timing starts (a barrier between processes)."""
 
+    def bulk(
+        self,
+        address: str,
+        name: str,
+        count: int,
+        size: int,
+        window: int,
+        ready: Callable[[], object] | None = None,
+    ) -> Throughput:
+        """Sends ``count`` messages of ``size`` bytes, made before timing, through the
+        client's fastest path for many messages at once; timed from the first send (``ready``
+        is called just before) to the last answer."""
+
     def send_latency(self, address: str, name: str, seconds: float, size: int) -> Latency:
         """Sends one message at a time, each waiting for its answer, for ``seconds``."""
 

@@ -131,6 +131,30 @@ def send_latency(address: str, name: str, seconds: float, size: int) -> Latency:
     return asyncio.run(run())
 
 
+def bulk(
+    address: str,
+    name: str,
+    count: int,
+    size: int,
+    window: int,
+    ready: Callable[[], object] | None = None,
+) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.bulk`: nats-py has no batch publish; its
+    fastest way is ``publish_async`` as in (a)."""
+
+    async def run() -> Throughput:
+        nc = await _connect(address)
+        try:
+            await nc.jetstream().publish(name, b"warm-up")
+            if ready is not None:
+                ready()
+            return await _pump(nc, name, b"x" * size, window, None, count)
+        finally:
+            await nc.close()
+
+    return asyncio.run(run())
+
+
 def fill(address: str, name: str, count: int, size: int, window: int) -> None:
     """See :meth:`benches.peers.clients.Client.fill`."""
 

@@ -84,6 +84,23 @@ def send_latency(address: str, name: str, seconds: float, size: int) -> Latency:
         return Latency.of(samples, now - started, errors)
 
 
+def bulk(
+    address: str,
+    name: str,
+    count: int,
+    size: int,
+    window: int,
+    ready: Callable[[], object] | None = None,
+) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.bulk`: redis-py has no bulk XADD; its fastest
+    way is the pipeline of (a)."""
+    with _connect(address) as r:
+        r.xadd(name, {FIELD: b"warm-up"})
+        if ready is not None:
+            ready()
+        return _pump(r, name, b"x" * size, window, None, count)
+
+
 def fill(address: str, name: str, count: int, size: int, window: int) -> None:
     """See :meth:`benches.peers.clients.Client.fill`."""
     with _connect(address) as r:

@@ -1,5 +1,6 @@
 """rocketpy's side: ``Producer.send_async`` (auto-batching underneath) for throughput,
-``Producer.send`` for latency, and a ``LitePullConsumer`` for the backlog."""
+``Producer.send_many`` for bulk, ``Producer.send`` for latency, and a ``LitePullConsumer`` for
+the backlog."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from collections.abc import Callable
 
 from benches.peers.pacing import chunks
 from benches.peers.results import Latency, Throughput, consumed
-from rocketpy import ConsumeFromWhere, LitePullConsumer, Message, Producer, SendResult
+from rocketpy import (
+    BulkSendError,
+    ConsumeFromWhere,
+    LitePullConsumer,
+    Message,
+    Producer,
+    SendResult,
+)
 from rocketpy.admin import Admin
 from rocketpy.errors import ClientError, RocketpyError
 
@@ -100,6 +108,32 @@ def produce(
         if ready is not None:
             ready()
         return _pump(producer, name, b"x" * size, window, seconds, None)
+    finally:
+        producer.shutdown()
+
+
+def bulk(
+    address: str,
+    name: str,
+    count: int,
+    size: int,
+    window: int,
+    ready: Callable[[], object] | None = None,
+) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.bulk`: one ``Producer.send_many`` of a list of
+    ``count`` bodies (batch requests of up to 1 MiB built natively, 8 in flight)."""
+    producer = _producer(address)
+    bodies = [b"x" * size] * count
+    try:
+        producer.send(Message(name, b"warm-up"))
+        if ready is not None:
+            ready()
+        started = time.perf_counter()
+        try:
+            stored = producer.send_many(name, bodies).count
+        except BulkSendError as e:
+            stored = e.result.count
+        return Throughput(stored, time.perf_counter() - started, count - stored)
     finally:
         producer.shutdown()
 

@@ -1,4 +1,4 @@
-"""The four workloads, the same for every system: what each runs and how it is labelled."""
+"""The five workloads, the same for every system: what each runs and how it is labelled."""
 
 from __future__ import annotations
 
@@ -64,6 +64,22 @@ def _produce_many(client: Client, system: str, address: str, s: Settings) -> Res
     return produce_many(system, address, "peers_d", s.procs, s.seconds, s.small, s.window)
 
 
+def _bulk(client: Client, system: str, address: str, s: Settings) -> Result:
+    client.prepare(address, "peers_e")
+    started: list[float] = []
+    r = client.bulk(
+        address,
+        "peers_e",
+        s.backlog,
+        s.small,
+        s.window,
+        ready=lambda: started.append(time.monotonic()),
+    )
+    if started:
+        r.started = started[0]
+    return r
+
+
 WORKLOADS = (
     Workload("produce", lambda s: f"(a) produce {s.small} B, 1 process", False, _produce),
     Workload("latency", lambda s: f"(b) sync send {s.large} B, 1 thread", True, _latency),
@@ -75,5 +91,8 @@ WORKLOADS = (
         lambda s: f"(d) produce {s.small} B, {s.procs} processes",
         False,
         _produce_many,
+    ),
+    Workload(
+        "bulk", lambda s: f"(e) bulk send {s.backlog:,} x {s.small} B, 1 process", False, _bulk
     ),
 )

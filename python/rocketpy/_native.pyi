@@ -143,7 +143,7 @@ class ProducerCore:
     def send_many(
         self,
         lanes: list[int],
-        segments: list[tuple[Any, Any | None]],
+        segments: list[tuple[Any, Any | None, int]],
         ranges: list[tuple[int, int, int]],
         properties: str,
         max_body: int,
@@ -153,8 +153,8 @@ class ProducerCore:
     ) -> list[
         tuple[int, int, int, int, int | None, int | None, int | None, str | None, str | None]
     ]:
-        """Sends rows of ``segments`` (``(bodies, keys or None)``: lists or
-        :class:`ArrowColumn`) for each ``(segment, start, stop)`` of ``ranges``, in batch
+        """Sends rows of ``segments`` (``(bodies, keys or None, index of the first row)``:
+        lists or :class:`ArrowColumn`) for each ``(segment, start, stop)`` of ``ranges``, in batch
         requests over ``lanes`` in turn, ``window`` in flight; waits for every answer.
         Returns per request ``(lane, segment, start, count, code, queue_id, queue_offset,
         remark, error)``; raises ValueError on a row it cannot send."""

@@ -104,12 +104,34 @@ def messages_of(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> Iterat
         row += n
 
 
+#: Bytes of Arrow data a bulk send of the sink takes at most (one ``send_arrow`` call).
+BULK_BYTES = 32 * 1024 * 1024
+
+
+def _bulk_ready(opts: WriteOptions, batch: pa.RecordBatch) -> bool:
+    """Whether every row of ``batch`` goes to the option's topic with nothing per row but a
+    body and a key: then the rows go as a bulk send (no Python object per row)."""
+    names = batch.schema.names
+    return opts.topic is not None and not {"topic", "tags", "properties"} & set(names)
+
+
+def _send_bulk(producer: Producer, opts: WriteOptions, batches: list[pa.RecordBatch]) -> int:
+    assert opts.topic is not None
+    table = pa.Table.from_batches(batches)
+    cols = [c for c in ("body", "keys") if c in table.schema.names]
+    return producer.send_arrow(table.select(cols), opts.topic).count
+
+
 def send_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> SentMessages:
-    """Sends every row; raises on the first failure (after the producer's own retries)."""
+    """Sends every row; raises on the first failure (after the producer's own retries).
+    Batches of bodies and keys only go as bulk sends of up to :data:`BULK_BYTES`; rows
+    with their own topic, tags or properties as batches of messages."""
     sent = 0
     with Producer(opts.group, opts.namesrv, **opts.access.client_kwargs()) as producer:
         pending: dict[str, list[Message]] = {}
         size: dict[str, int] = {}
+        bulk: list[pa.RecordBatch] = []
+        bulk_bytes = 0
 
         def flush(topic: str) -> None:
             nonlocal sent
@@ -119,13 +141,32 @@ def send_batches(opts: WriteOptions, batches: Iterator[pa.RecordBatch]) -> SentM
                 producer.send_batch(msgs)
                 sent += len(msgs)
 
-        for m in messages_of(opts, batches):
+        def flush_bulk() -> None:
+            nonlocal sent, bulk_bytes
+            if bulk:
+                sent += _send_bulk(producer, opts, bulk)
+            bulk.clear()
+            bulk_bytes = 0
+
+        def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            nonlocal bulk_bytes
+            for batch in batches:
+                if not _bulk_ready(opts, batch):
+                    yield batch
+                    continue
+                bulk.append(batch)
+                bulk_bytes += batch.nbytes
+                if bulk_bytes >= BULK_BYTES:
+                    flush_bulk()
+
+        for m in messages_of(opts, rows(batches)):
             pending.setdefault(m.topic, []).append(m)
             size[m.topic] = size.get(m.topic, 0) + len(m.body) + 64
             if len(pending[m.topic]) >= opts.batch_messages or size[m.topic] >= BATCH_BYTES:
                 flush(m.topic)
         for topic in list(pending):
             flush(topic)
+        flush_bulk()
     return SentMessages(sent)
 
 

@@ -275,6 +275,18 @@ def test_sink_round_trip(spark, shared_dev):
     by_column.write.format("rocketmq").option("namesrv", shared_dev.namesrv).mode("append").save()
     assert online(spark, shared_dev, "SparkSink").count() == 301
 
+    # Bodies and keys only: the rows go as bulk sends (Producer.send_arrow).
+    bulk = spark.createDataFrame(
+        [(f"bulk-{i}".encode(), f"bk{i}") for i in range(1000)], "body binary, keys string"
+    )
+    bulk.write.format("rocketmq").option("namesrv", shared_dev.namesrv).option(
+        "topic", "SparkSinkBulk"
+    ).mode("append").save()
+    got_bulk = online(spark, shared_dev, "SparkSinkBulk").collect()
+    assert sorted((r.body, r.keys) for r in got_bulk) == sorted(
+        (f"bulk-{i}".encode(), f"bk{i}") for i in range(1000)
+    )
+
     no_body = spark.createDataFrame([("x",)], "value string")
     with pytest.raises(Exception, match="body column"):
         no_body.write.format("rocketmq").option("namesrv", shared_dev.namesrv).option(

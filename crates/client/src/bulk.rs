@@ -210,7 +210,8 @@ mod tests {
         let (body, count) = w.take();
         assert_eq!(count, 2);
         assert_eq!(w.count(), 0);
-        let items = decode_batch(&bytes::Bytes::from(body)).unwrap();
+        let whole = bytes::Bytes::from(body);
+        let items = decode_batch(&whole).unwrap();
         assert_eq!(items.len(), 2);
         assert_eq!(&items[0].body[..], b"one");
         assert_eq!(

@@ -269,7 +269,7 @@ impl BulkSend<'_> {
         &self,
         py: Python<'_>,
         lane_ids: &[u32],
-        segments: Vec<(Bound<'_, PyAny>, Option<Bound<'_, PyAny>>)>,
+        segments: Vec<(Bound<'_, PyAny>, Option<Bound<'_, PyAny>>, usize)>,
         ranges: &[(usize, usize, usize)],
         shared: &str,
         limits: &Limits,
@@ -283,14 +283,14 @@ impl BulkSend<'_> {
             .collect::<PyResult<Vec<_>>>()?;
         let columns = segments
             .into_iter()
-            .map(|(b, k)| Ok((Column::of(b)?, k.map(Column::of).transpose()?)))
+            .map(|(b, k, base)| Ok((Column::of(b)?, k.map(Column::of).transpose()?, base)))
             .collect::<PyResult<Vec<_>>>()?;
         let flight = Flight::new();
         let mut turn = 0usize;
         let mut uniq = String::with_capacity(32);
         let mut sent: PyResult<()> = Ok(());
         'ranges: for &(segment, start, stop) in ranges {
-            let Some((bodies, keys)) = columns.get(segment) else {
+            let Some((bodies, keys, base)) = columns.get(segment) else {
                 sent = Err(PyValueError::new_err(format!("no segment {segment}")));
                 break;
             };
@@ -318,20 +318,31 @@ impl BulkSend<'_> {
                             Some(b) if !b.is_empty() && b.len() <= limits.max_body => b,
                             Some(b) if !b.is_empty() => {
                                 return Err(PyValueError::new_err(format!(
-                                    "row {row} of segment {segment}: the body is {} bytes, over the limit {}",
+                                    "row {}: the body is {} bytes, over the limit {}",
+                                    base + row,
                                     b.len(),
                                     limits.max_body
                                 )))
                             }
-                            _ => {
+                            Some(_) => {
                                 return Err(PyValueError::new_err(format!(
-                                    "row {row} of segment {segment} has no body (null or empty)"
+                                    "row {} has an empty body; every message needs one",
+                                    base + row
+                                )))
+                            }
+                            None => {
+                                return Err(PyValueError::new_err(format!(
+                                    "row {} has a null body; every message needs one",
+                                    base + row
                                 )))
                             }
                         };
                         let mut key_of = |key: Option<&[u8]>| -> PyResult<bool> {
                             let key = key.map(std::str::from_utf8).transpose().map_err(|_| {
-                                PyValueError::new_err(format!("row {row}: the key is not UTF-8"))
+                                PyValueError::new_err(format!(
+                                    "row {}: the key is not UTF-8",
+                                    base + row
+                                ))
                             })?;
                             if let Some(k) = key {
                                 rocketpy_protocol::message::properties::check("KEYS", k)
@@ -340,7 +351,9 @@ impl BulkSend<'_> {
                             if !chunk.fits(body.len(), props_len(shared, key, &uniq)) {
                                 return Ok(false);
                             }
-                            chunk.push(body, shared, key, &uniq).map_err(PyValueError::new_err)?;
+                            chunk
+                                .push(body, shared, key, &uniq)
+                                .map_err(PyValueError::new_err)?;
                             Ok(true)
                         };
                         match keys {

@@ -275,8 +275,8 @@ impl ProducerCore {
         process::detach(py, || accumulator.flush(Duration::from_millis(timeout_ms)))
     }
 
-    /// Sends rows of `segments` (each a `(bodies, keys or None)` pair of columns: lists or
-    /// `ArrowColumn`s) natively in SEND_BATCH_MESSAGE requests of at most
+    /// Sends rows of `segments` (each `(bodies, keys or None, the index of its first row)`,
+    /// the columns lists or `ArrowColumn`s) natively in SEND_BATCH_MESSAGE requests of at most
     /// `max_request_bytes`, in turn over `lanes`, at most `window` in flight: for each
     /// `(segment, start, stop)` of `ranges`. Every message gets the encoded `properties`,
     /// its key and a new unique id. Waits (GIL released) for every answer; returns each
@@ -288,7 +288,7 @@ impl ProducerCore {
         &self,
         py: Python<'_>,
         lanes: Vec<u32>,
-        segments: Vec<(Bound<'_, PyAny>, Option<Bound<'_, PyAny>>)>,
+        segments: Vec<(Bound<'_, PyAny>, Option<Bound<'_, PyAny>>, usize)>,
         ranges: Vec<(usize, usize, usize)>,
         properties: &str,
         max_body: usize,

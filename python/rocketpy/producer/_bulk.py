@@ -239,6 +239,8 @@ class BulkSends(NativeSends):
         for b, _ in segments:
             bases.append(row)
             row += len(b)
+        # Each segment with the index of its first row, for errors naming rows.
+        native = [(b, k, base) for (b, k), base in zip(segments, bases, strict=True)]
         ranges = [(i, 0, len(b)) for i, (b, _) in enumerate(segments) if len(b)]
         result = BulkSendResult()
         policy = RetryPolicy.of(self.retry_times_when_send_failed)
@@ -248,7 +250,7 @@ class BulkSends(NativeSends):
             lanes = self._lanes_of(core, topic)
             outcomes = core.send_many(
                 lanes,
-                segments,
+                native,
                 ranges,
                 shared,
                 self.max_message_size,

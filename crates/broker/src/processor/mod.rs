@@ -15,6 +15,7 @@ pub mod query_cq;
 pub mod reset_offset;
 pub mod retry;
 pub mod send;
+mod send_props;
 pub mod transaction;
 
 use std::sync::{Arc, OnceLock};

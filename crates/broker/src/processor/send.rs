@@ -9,8 +9,6 @@ use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::flag::perm;
 use rocketpy_protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use rocketpy_protocol::message::batch::{decode_batch, BatchItem};
-use rocketpy_protocol::message::java_hash;
-use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::MessageToStore;
 use rocketpy_protocol::topic::{
     validate_topic, AUTO_CREATE_TOPIC_KEY_TOPIC, RETRY_GROUP_TOPIC_PREFIX, SCHEDULE_TOPIC,
@@ -19,6 +17,7 @@ use rocketpy_protocol::topic::{
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
 
+use super::send_props;
 use super::{
     check_broker_writeable, dlq_topic, ok, retry_topic, spread_queue, store_error, system_error,
     with_store_wait,
@@ -58,31 +57,35 @@ pub fn process(
         vec![BatchItem {
             flag: h.flag,
             body: req.body.clone(),
-            properties: h.properties.clone().unwrap_or_default(),
+            properties: h.properties.as_deref().unwrap_or_default(),
         }]
     };
+    // Each message's properties read once: checked, as stored, and what is decided by them.
+    let cluster = &broker.config().broker_cluster_name;
+    let mut scanned = Vec::with_capacity(items.len());
     for item in &items {
         check_body_size(broker, item.body.len())?;
         // A name or value carrying a separator would split into properties of its own.
-        properties::check_wire(&item.properties)
+        let s = send_props::scan(item.properties, cluster)
             .map_err(|e| ProcessError::new(response::MESSAGE_ILLEGAL, e))?;
+        scanned.push(s);
     }
-    let prepared = items
-        .iter()
-        .any(|it| half::is_prepared(&it.properties, h.sys_flag));
+    let prepared = half::is_prepared(scanned.iter().any(|s| s.prepared), h.sys_flag);
     if prepared {
         check_prepared(broker, batch)?;
     }
     let (topic, queue_id) = retry_or_dlq(broker, &h, queue_id)?;
-    let wait = waits_for_store(&items);
+    // Under SYNC_FLUSH the answer waits for the disk unless every message says `WAIT=false`.
+    let wait = scanned.iter().any(|s| s.wait);
     let message_type = broker
         .metrics
         .as_ref()
         .and_then(|_| items.first())
-        .map(|first| labels::message_type(&first.properties, prepared));
+        .map(|first| labels::message_type(first.properties, prepared));
     let mut msgs: Vec<MessageToStore> = items
         .into_iter()
-        .map(|item| message(broker, conn, &h, (&topic, queue_id), item))
+        .zip(scanned)
+        .map(|(item, s)| message(broker, conn, &h, (&topic, queue_id), item, s))
         .map(|msg| if prepared { half::to_half(msg) } else { msg })
         .collect();
     if !prepared && !batch {
@@ -164,14 +167,6 @@ fn check_prepared(broker: &Arc<BrokerInner>, batch: bool) -> Result<(), ProcessE
     Ok(())
 }
 
-/// Whether the answer waits for the disk under SYNC_FLUSH: unless every message says
-/// `WAIT=false`. Decided here because the stored properties leave `WAIT` out.
-fn waits_for_store(items: &[BatchItem]) -> bool {
-    items
-        .iter()
-        .any(|it| properties::find(&it.properties, keys::WAIT_STORE_MSG_OK) != Some("false"))
-}
-
 /// Checks the topic, auto-creating it when allowed; returns the validated queue id (a negative
 /// queue id asks the broker to choose one).
 fn check_topic(
@@ -241,30 +236,6 @@ fn check_topic(
     Ok(queue_id)
 }
 
-/// The properties string as stored: the producer's, without `WAIT` (RocketMQ 4.9 drops it to
-/// save 9 bytes a message) and with `CLUSTER` added. Producer order is kept.
-fn stored_properties(props: &str, cluster: &str) -> String {
-    let mut out = String::with_capacity(props.len() + cluster.len() + 10);
-    let mut has_cluster = false;
-    for item in props.split(properties::PROPERTY_SEPARATOR) {
-        let Some((k, v)) = item.split_once(properties::NAME_VALUE_SEPARATOR) else {
-            continue;
-        };
-        if k == keys::WAIT_STORE_MSG_OK {
-            continue;
-        }
-        has_cluster |= k == keys::CLUSTER;
-        out.push_str(k);
-        out.push(properties::NAME_VALUE_SEPARATOR);
-        out.push_str(v);
-        out.push(properties::PROPERTY_SEPARATOR);
-    }
-    if !has_cluster {
-        out.push_str(&properties::encode([(keys::CLUSTER, cluster)]));
-    }
-    out
-}
-
 /// Back-pressure (RocketMQ's flow control): a send that waited longer than
 /// `waitTimeMillsInSendQueue` behind earlier requests, or arriving while a put has been stuck
 /// in the store for `osPageCacheBusyTimeOutMills`, is answered SYSTEM_BUSY at once instead of
@@ -325,17 +296,16 @@ fn message(
     conn: &Arc<Connection>,
     h: &SendMessageRequestHeader,
     (topic, queue_id): (&str, i32),
-    item: BatchItem,
+    item: BatchItem<'_>,
+    scanned: send_props::Scanned,
 ) -> MessageToStore {
-    let props = stored_properties(&item.properties, &broker.config().broker_cluster_name);
-    let tags_code = java_hash::tags_code(properties::find(&props, keys::TAGS));
     MessageToStore {
         topic: topic.to_owned(),
         queue_id,
         flag: item.flag,
         body: item.body,
-        properties: props,
-        tags_code,
+        properties: scanned.stored,
+        tags_code: scanned.tags_code,
         sys_flag: h.sys_flag,
         born_timestamp: h.born_timestamp,
         born_host: conn.peer(),
@@ -354,37 +324,4 @@ fn check_body_size(broker: &Arc<BrokerInner>, len: usize) -> Result<(), ProcessE
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wait_false_on_every_message_skips_the_flush_wait() {
-        let item = |props: &str| BatchItem {
-            flag: 0,
-            body: bytes::Bytes::new(),
-            properties: props.to_owned(),
-        };
-        let no = item(&properties::encode([("WAIT", "false")]));
-        let yes = item(&properties::encode([("WAIT", "true")]));
-        assert!(!waits_for_store(std::slice::from_ref(&no)));
-        assert!(waits_for_store(&[no.clone(), yes]));
-        assert!(
-            waits_for_store(&[item("")]),
-            "no WAIT: wait, as Java's default"
-        );
-    }
-
-    #[test]
-    fn properties_drop_wait_and_add_cluster() {
-        let p = properties::encode([("TAGS", "A"), ("WAIT", "true"), ("KEYS", "k")]);
-        assert_eq!(
-            stored_properties(&p, "C"),
-            properties::encode([("TAGS", "A"), ("KEYS", "k"), ("CLUSTER", "C")])
-        );
-        let with = properties::encode([("CLUSTER", "X")]);
-        assert_eq!(stored_properties(&with, "C"), with);
-    }
 }

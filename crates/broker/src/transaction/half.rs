@@ -7,13 +7,17 @@ use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::MessageToStore;
 use rocketpy_protocol::topic::TRANS_HALF_TOPIC;
 
-/// Whether a send is a transaction's prepared message: `TRAN_MSG=true` (any case, Java's
-/// `Boolean.parseBoolean`), which is what RocketMQ's broker looks at, or a prepared
-/// transaction type in `sysFlag` (stored as it is, such a message could never be read).
-pub fn is_prepared(props: &str, flag: i32) -> bool {
-    properties::find(props, keys::TRANSACTION_PREPARED)
-        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-        || sys_flag::transaction_type(flag) == sys_flag::TRANSACTION_PREPARED_TYPE
+/// Whether a `TRAN_MSG` value marks a prepared message: `true` in any case (Java's
+/// `Boolean.parseBoolean`), which is what RocketMQ's broker looks at.
+pub fn tran_msg_prepared(value: &str) -> bool {
+    value.eq_ignore_ascii_case("true")
+}
+
+/// Whether a send is a transaction's prepared message: its `TRAN_MSG` said so
+/// ([`tran_msg_prepared`]), or its `sysFlag` has the prepared transaction type (stored as it
+/// is, such a message could never be read).
+pub fn is_prepared(tran_msg_prepared: bool, flag: i32) -> bool {
+    tran_msg_prepared || sys_flag::transaction_type(flag) == sys_flag::TRANSACTION_PREPARED_TYPE
 }
 
 /// `msg` (addressed to its real topic and queue) turned into its half message. A delay
@@ -46,13 +50,11 @@ mod tests {
 
     #[test]
     fn prepared_by_property_or_flag() {
-        let tran = properties::encode([("TRAN_MSG", "TRUE"), ("PGROUP", "g")]);
-        assert!(is_prepared(&tran, 0));
-        assert!(is_prepared("", sys_flag::TRANSACTION_PREPARED_TYPE));
-        assert!(!is_prepared(
-            &properties::encode([("TRAN_MSG", "false")]),
-            0
-        ));
-        assert!(!is_prepared("", sys_flag::TRANSACTION_COMMIT_TYPE));
+        assert!(tran_msg_prepared("TRUE") && tran_msg_prepared("true"));
+        assert!(!tran_msg_prepared("false") && !tran_msg_prepared("yes"));
+        assert!(is_prepared(true, 0));
+        assert!(is_prepared(false, sys_flag::TRANSACTION_PREPARED_TYPE));
+        assert!(!is_prepared(false, 0));
+        assert!(!is_prepared(false, sys_flag::TRANSACTION_COMMIT_TYPE));
     }
 }

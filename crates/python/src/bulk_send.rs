@@ -169,7 +169,8 @@ impl ArrowColumn {
 
 /// One input column: a list (or tuple) of values, or Arrow buffers.
 enum Column<'py> {
-    Seq(Bound<'py, PyAny>),
+    List(Bound<'py, PyList>),
+    Tuple(Bound<'py, PyTuple>),
     Arrow(Bound<'py, ArrowColumn>),
 }
 
@@ -178,8 +179,11 @@ impl<'py> Column<'py> {
         if obj.cast::<ArrowColumn>().is_ok() {
             return Ok(Column::Arrow(obj.cast_into()?));
         }
-        if obj.cast::<PyList>().is_ok() || obj.cast::<PyTuple>().is_ok() {
-            return Ok(Column::Seq(obj));
+        if obj.cast::<PyList>().is_ok() {
+            return Ok(Column::List(obj.cast_into()?));
+        }
+        if obj.cast::<PyTuple>().is_ok() {
+            return Ok(Column::Tuple(obj.cast_into()?));
         }
         Err(PyValueError::new_err(
             "a column is a list, a tuple or an ArrowColumn",
@@ -187,40 +191,41 @@ impl<'py> Column<'py> {
     }
 
     fn len(&self) -> PyResult<usize> {
-        match self {
-            Column::Seq(s) => s.len(),
-            Column::Arrow(a) => Ok(a.get().length),
-        }
+        Ok(match self {
+            Column::List(s) => s.len(),
+            Column::Tuple(s) => s.len(),
+            Column::Arrow(a) => a.get().length,
+        })
     }
 
     /// Calls `f` with row `i` as bytes (None when null or `None`); `bytes`, `bytearray`,
     /// `str` (UTF-8) or any object exporting a buffer.
     fn with_row<T>(&self, i: usize, f: impl FnOnce(Option<&[u8]>) -> PyResult<T>) -> PyResult<T> {
-        match self {
-            Column::Arrow(a) => f(a.get().row(i)?),
-            Column::Seq(s) => {
-                let item = s.get_item(i)?;
-                if let Ok(b) = item.cast::<PyBytes>() {
-                    return f(Some(b.as_bytes()));
-                }
-                if item.is_none() {
-                    return f(None);
-                }
-                if let Ok(s) = item.cast::<PyString>() {
-                    return f(Some(s.to_str()?.as_bytes()));
-                }
-                if let Ok(b) = item.cast::<PyByteArray>() {
-                    return f(Some(&b.to_vec()));
-                }
-                let e = Exported::of(&item).map_err(|_| {
-                    PyValueError::new_err(format!(
-                        "row {i}: {} is not bytes, str or a buffer",
-                        item.get_type().name().map_or("?".into(), |n| n.to_string())
-                    ))
-                })?;
-                f(Some(e.bytes()))
-            }
+        // Typed access: no index object is made per row.
+        let item = match self {
+            Column::Arrow(a) => return f(a.get().row(i)?),
+            Column::List(l) => l.get_item(i)?,
+            Column::Tuple(t) => t.get_item(i)?,
+        };
+        if let Ok(b) = item.cast::<PyBytes>() {
+            return f(Some(b.as_bytes()));
         }
+        if item.is_none() {
+            return f(None);
+        }
+        if let Ok(s) = item.cast::<PyString>() {
+            return f(Some(s.to_str()?.as_bytes()));
+        }
+        if let Ok(b) = item.cast::<PyByteArray>() {
+            return f(Some(&b.to_vec()));
+        }
+        let e = Exported::of(&item).map_err(|_| {
+            PyValueError::new_err(format!(
+                "row {i}: {} is not bytes, str or a buffer",
+                item.get_type().name().map_or("?".into(), |n| n.to_string())
+            ))
+        })?;
+        f(Some(e.bytes()))
     }
 }
 
@@ -310,9 +315,10 @@ impl BulkSend<'_> {
                 turn += 1;
                 let mut chunk = ChunkWriter::new(limits.max_request_bytes);
                 let first = row;
+                let now = rocketpy_protocol::clock::now_millis();
                 while row < stop {
                     uniq.clear();
-                    self.unique_ids.write_next(py, &mut uniq)?;
+                    self.unique_ids.write_next_at(py, now, &mut uniq)?;
                     let fitted = bodies.with_row(row, |body| {
                         let body = match body {
                             Some(b) if !b.is_empty() && b.len() <= limits.max_body => b,

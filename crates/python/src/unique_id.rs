@@ -49,9 +49,14 @@ impl UniqueIds {
         Ok(id)
     }
 
-    /// Appends a new id to `out` (bulk sends reuse one buffer).
+    /// Appends a new id to `out`.
     pub fn write_next(&self, py: Python<'_>, out: &mut String) -> PyResult<()> {
-        let now = now_millis();
+        self.write_next_at(py, now_millis(), out)
+    }
+
+    /// Appends a new id made at `now` (ms) to `out`: a bulk send reads the clock once per
+    /// request, not per message (the counter keeps the ids apart).
+    pub fn write_next_at(&self, py: Python<'_>, now: i64, out: &mut String) -> PyResult<()> {
         if now >= self.next_month.load(Ordering::Relaxed) {
             let (start, next): (i64, i64) = self.roll.call1(py, (now,))?.extract(py)?;
             self.month_start.store(start, Ordering::Relaxed);

@@ -33,6 +33,12 @@ pub trait Region: Send + Sync {
         let _ = (offset, len);
         Ok(())
     }
+    /// Unmaps the whole pages of `[offset, offset+len)` from this process (their bytes stay
+    /// in the file and its page cache; a later access maps them again). Changes no byte.
+    fn unmap_pages(&self, offset: usize, len: usize) -> io::Result<()> {
+        let _ = (offset, len);
+        Ok(())
+    }
     /// Starts writing `[offset, offset+len)` to disk without waiting (no durability promise).
     fn start_writeback(&self, offset: usize, len: usize) -> io::Result<()> {
         let _ = (offset, len);
@@ -151,6 +157,29 @@ impl Region for FsRegion {
                 self.as_ptr() as *mut libc::c_void,
                 self.len(),
                 libc::MADV_RANDOM,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    fn unmap_pages(&self, offset: usize, len: usize) -> io::Result<()> {
+        const PAGE: usize = 4096;
+        let start = offset.div_ceil(PAGE) * PAGE;
+        let end = (offset + len).min(self.len()) / PAGE * PAGE;
+        if start >= end {
+            return Ok(());
+        }
+        // SAFETY: whole pages inside the mapping. On a shared file mapping MADV_DONTNEED only
+        // drops this process's page-table entries (a dirty one marks its page dirty): the
+        // bytes stay in the page cache and the next access maps them again.
+        let rc = unsafe {
+            libc::madvise(
+                self.as_ptr().add(start) as *mut libc::c_void,
+                end - start,
+                libc::MADV_DONTNEED,
             )
         };
         if rc != 0 {

@@ -317,11 +317,19 @@ impl MappedFile {
         Ok(())
     }
 
-    /// Writes dirty pages to disk; returns the new flushed position.
+    /// Writes dirty pages to disk; returns the new flushed position. Complete pages are
+    /// unmapped first, as for [`MappedFile::start_writeback`].
     pub fn flush(&self) -> Result<usize> {
+        const PAGE: usize = 4096;
         let wrote = self.wrote();
         let flushed = self.flushed();
         if wrote > flushed {
+            let (page, complete) = (flushed / PAGE * PAGE, wrote / PAGE * PAGE);
+            if complete > page {
+                self.region
+                    .unmap_pages(page, complete - page)
+                    .map_err(|e| StoreError::io(&self.path, e))?;
+            }
             self.region
                 .sync(flushed, wrote - flushed)
                 .map_err(|e| StoreError::io(&self.path, e))?;
@@ -355,6 +363,12 @@ impl MappedFile {
     /// Only whole pages: the page still being filled is left dirty. Writing it back would
     /// clean and write-protect it, so the next append to it takes a write fault that can wait
     /// on the file system's journal — the main source of put latency spikes under ASYNC_FLUSH.
+    ///
+    /// The pages are unmapped first (they are complete: nothing writes them again). Cleaning
+    /// a page that is mapped writable write-protects its entry, and every CPU running the
+    /// store's threads must then drop it from its TLB: one inter-processor interrupt per 4 KiB
+    /// page, measured at a sixth of the broker's CPU under a 100 B bulk load on a 2-core VM
+    /// (each IPI a VM exit). Unmapping a range costs one TLB flush for all of it.
     pub fn start_writeback(&self) -> Result<()> {
         const PAGE: usize = 4096;
         let end = self.wrote() / PAGE * PAGE;
@@ -363,6 +377,10 @@ impl MappedFile {
             .load(Ordering::Acquire)
             .max(self.flushed());
         if end > from {
+            let page = from / PAGE * PAGE;
+            self.region
+                .unmap_pages(page, end - page)
+                .map_err(|e| StoreError::io(&self.path, e))?;
             self.region
                 .start_writeback(from, end - from)
                 .map_err(|e| StoreError::io(&self.path, e))?;
@@ -465,5 +483,33 @@ mod tests {
         let err = f.reserve_to(49153).unwrap_err();
         assert!(err.is_no_space(), "{err}");
         assert_eq!(f.reserved(), 49152, "a failed reservation reserves nothing");
+    }
+
+    #[test]
+    fn pages_unmapped_for_write_back_keep_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = crate::io::FsStorage;
+        let f = MappedFile::create(&fs, dir.path(), 0, 4 * 4096, step(4096)).unwrap();
+        f.reserve_to(f.size()).unwrap();
+        let pattern = |i: usize| (i % 251) as u8;
+        // SAFETY: test-only sole writer.
+        let fill = |from: usize, to: usize| unsafe {
+            for (i, b) in f.region_mut(from, to - from).iter_mut().enumerate() {
+                *b = pattern(from + i);
+            }
+        };
+        fill(0, 2 * 4096 + 100);
+        f.reset_positions(2 * 4096 + 100);
+        f.start_writeback().unwrap(); // unmaps pages 0 and 1, not the one being filled
+        fill(2 * 4096 + 100, 4 * 4096);
+        f.reset_positions(4 * 4096);
+        let want: Vec<u8> = (0..4 * 4096).map(pattern).collect();
+        assert_eq!(
+            f.read(0, f.size()).unwrap(),
+            &want[..],
+            "read through the mapping"
+        );
+        f.flush().unwrap();
+        assert_eq!(std::fs::read(f.path()).unwrap(), want, "on disk");
     }
 }

@@ -144,8 +144,8 @@ bench-metrics: install
 	$(BIN)/python benches/metrics_overhead.py
 
 # rocketpy side by side with NATS JetStream and Redis Streams (benches/peers/README.md): each
-# server on 127.0.0.1 with a temporary store, the same four workloads from Python, medians of
-# PEER_ROUNDS rounds; 9.5 minutes with the defaults here. The servers come from Debian (apt, as
+# server on 127.0.0.1 with a temporary store, the same five workloads from Python, medians of
+# PEER_ROUNDS rounds; 14 minutes with the defaults here. The servers come from Debian (apt, as
 # root or through passwordless sudo, when missing), their clients pinned into the venv only.
 # Knobs: PEER_SECONDS PEER_ROUNDS PEER_BACKLOG PEER_PROCS PEER_WINDOW PEER_FETCH PEER_SYSTEMS
 # PEER_WORKLOADS.

@@ -165,6 +165,27 @@ def test_send_modes_and_filtered_consumption(rust_cluster: RustCluster):
         assert abs(m.store_timestamp - time.time() * 1000) < 120_000
 
 
+@features("bulk send (send_many, send_arrow)", clients=[SERVER])
+def test_bulk_send(rust_cluster: RustCluster):
+    """Their broker stores rocketpy's natively built batch requests row by row, keys and
+    tags included."""
+    topic, n = "RpBulk", 2000
+    bodies = [f"bulk-{i}".encode() for i in range(n)]
+    with Producer("rp-bulk", rust_cluster.namesrv) as p:
+        result = p.send_many(topic, bodies, keys=[f"bk{i}" for i in range(n)], tags="TagBulk")
+    assert result.count == n
+    got = Collector()
+    c = consumer(rust_cluster, "rp-bulk-g", topic, got, "TagBulk")
+    try:
+        got.wait_for(n, timeout=60)
+    finally:
+        c.shutdown()
+    msgs = {m.body: m for m in got.messages}
+    assert sorted(msgs) == sorted(bodies)
+    assert all(m.keys == f"bk{m.body[5:].decode()}" for m in msgs.values())
+    assert len({m.msg_id for m in msgs.values()}) == n
+
+
 @features(
     "orderly send (queue selector)", "push consumer, orderly (broker queue locks)", clients=[SERVER]
 )

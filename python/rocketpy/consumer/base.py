@@ -129,7 +129,8 @@ class ConsumerBase(abc.ABC):
         check_topic(topic)
         sub = Subscription.parse(topic, expression)
         inst = self._instance
-        route = check_subscription(inst, self.group, sub) if inst is not None else None
+        later = self._scheduler.call_later if self._scheduler is not None else None
+        route = check_subscription(inst, self.group, sub, later) if inst is not None else None
         with self._lock:
             self._subscriptions[topic] = sub
         if inst is not None:
@@ -166,7 +167,7 @@ class ConsumerBase(abc.ABC):
             inst.register_consumer(self)
             for topic in self.subscribed_topics():
                 try:
-                    route_or_warn(inst, topic)
+                    route_or_warn(inst, topic, self._scheduler.call_later)
                 except Exception as e:
                     log.warning("route of %s not available yet: %s", topic, e)
                 with self._lock:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 from rocketpy.client.instance import ClientInstance
 from rocketpy.client.route import TopicRouteData
@@ -17,33 +18,60 @@ from rocketpy.selector import TAG
 
 log = logging.getLogger(__name__)
 
+#: How long a topic may lack a route before the warning: a topic that a send just created
+#: reaches the name servers with the broker's next registration, a moment after the answer.
+WARN_AFTER_S = 3.0
+
+#: ``later(delay_s, fn)``: runs ``fn`` on a scheduler after ``delay_s`` seconds.
+Later = Callable[[float, Callable[[], None]], None]
+
 
 def check_subscription(
-    inst: ClientInstance, group: str, sub: Subscription
+    inst: ClientInstance, group: str, sub: Subscription, later: Later | None = None
 ) -> TopicRouteData | None:
     """What a running consumer asks before it keeps ``sub`` (so a refused subscription leaves
     it as it was): the topic's route (a warning when there is none) and the masters' word on
     an SQL92 filter. Returns the route, for the caller to hand its queues over once ``sub``
     is kept (fetched before, the route did not reach the consumer)."""
-    route = route_or_warn(inst, sub.topic)
+    route = route_or_warn(inst, sub.topic, later)
     check_in_brokers(inst, group, sub)
     return route
 
 
-def route_or_warn(inst: ClientInstance, topic: str) -> TopicRouteData | None:
+def route_or_warn(
+    inst: ClientInstance, topic: str, later: Later | None = None
+) -> TopicRouteData | None:
     """Fetches ``topic``'s route; when the topic does not exist, logs a warning saying how
     to create it (the consumer keeps the subscription and starts when the topic appears).
-    A group's retry topic, created by its first failed message, is not warned about."""
+    With ``later``, the warning comes only if the route is still missing
+    :data:`WARN_AFTER_S` seconds on (no false alarm for a topic a send just created). A
+    group's retry topic, created by its first failed message, is not warned about."""
     route = inst.update_route(topic)
-    if route is None and not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        log.warning(
-            "topic %r does not exist (the name servers have no route for it): nothing is "
-            "consumed until it is created — `rocketpy admin updateTopic -t %s -c <cluster>`, "
-            "Admin.create_topic, or a broker with autoCreateTopicEnable=true and a first send",
-            topic,
-            topic,
-        )
+    if route is not None or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return route
+    if later is None:
+        _warn_missing(topic)
+    else:
+
+        def again() -> None:
+            try:
+                if inst.update_route(topic) is None:
+                    _warn_missing(topic)
+            except Exception as e:  # a scheduler task must not raise
+                log.debug("route of %s not checked again: %s", topic, e)
+
+        later(WARN_AFTER_S, again)
     return route
+
+
+def _warn_missing(topic: str) -> None:
+    log.warning(
+        "topic %r does not exist (the name servers have no route for it): nothing is "
+        "consumed until it is created — `rocketpy admin updateTopic -t %s -c <cluster>`, "
+        "Admin.create_topic, or a broker with autoCreateTopicEnable=true and a first send",
+        topic,
+        topic,
+    )
 
 
 def check_in_brokers(inst: ClientInstance, group: str, sub: Subscription) -> None:

@@ -117,6 +117,15 @@ def test_arrow_columns_of_every_layout(dev: DevServer, producer: Producer) -> No
     assert {m.body: m.keys for m in stored(dev, r3)} == {b"s1": "x", b"s2": "y", b"s3": "z"}
 
 
+def test_a_refused_call_sends_nothing(dev: DevServer, producer: Producer) -> None:
+    # The bad row comes after several requests' worth of good ones.
+    bodies: list[bytes | None] = [b"x" * 1000] * 5000 + [None]
+    with pytest.raises(ValueError, match="row 5000 has a null body"):
+        producer.send_many("BulkNothingSent", bodies)  # type: ignore[arg-type]
+    with Admin(dev.namesrv_addr) as admin:
+        assert admin.topic_route("BulkNothingSent") is None, "no send created the topic"
+
+
 def test_what_cannot_be_sent_is_refused_before_it_goes(producer: Producer) -> None:
     with pytest.raises(ValueError, match="row 1 has a null body"):
         producer.send_many("BulkBad", [b"ok", None])  # type: ignore[list-item]

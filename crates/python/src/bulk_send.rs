@@ -229,6 +229,36 @@ impl<'py> Column<'py> {
     }
 }
 
+/// `body` of row `row` when it can be sent: present, not empty, at most `max` bytes.
+fn checked_body(body: Option<&[u8]>, row: usize, max: usize) -> PyResult<&[u8]> {
+    match body {
+        Some(b) if !b.is_empty() && b.len() <= max => Ok(b),
+        Some(b) if !b.is_empty() => Err(PyValueError::new_err(format!(
+            "row {row}: the body is {} bytes, over the limit {max}",
+            b.len()
+        ))),
+        Some(_) => Err(PyValueError::new_err(format!(
+            "row {row} has an empty body; every message needs one"
+        ))),
+        None => Err(PyValueError::new_err(format!(
+            "row {row} has a null body; every message needs one"
+        ))),
+    }
+}
+
+/// The key of row `row` (None for none) when it can be sent: UTF-8, no separator.
+fn checked_key(key: Option<&[u8]>, row: usize) -> PyResult<Option<&str>> {
+    let key = key
+        .map(std::str::from_utf8)
+        .transpose()
+        .map_err(|_| PyValueError::new_err(format!("row {row}: the key is not UTF-8")))?;
+    if let Some(k) = key {
+        rocketpy_protocol::message::properties::check("KEYS", k)
+            .map_err(|e| PyValueError::new_err(format!("row {row}: {e}")))?;
+    }
+    Ok(key)
+}
+
 /// What every chunk of one bulk send shares.
 pub struct BulkSend<'a> {
     pub client: &'a NativeClient,
@@ -268,8 +298,9 @@ impl BulkSend<'_> {
     /// Sends rows `start..stop` of segment `segment` for each of `ranges`, chunk by chunk,
     /// in turn over `lanes`; every message gets the `shared` properties, its key, and a new
     /// unique id. Waits (GIL released) while the window is full, and at the end for every
-    /// answer. Errors (raised before anything of the offending chunk went) on a null body,
-    /// a range outside its segment, or properties that do not fit.
+    /// answer. Every row is checked first: a null, empty or oversized body, a key that
+    /// cannot be sent, properties that do not fit or a range outside its segment raise
+    /// ValueError before anything goes.
     pub fn run(
         &self,
         py: Python<'_>,
@@ -290,25 +321,42 @@ impl BulkSend<'_> {
             .into_iter()
             .map(|(b, k, base)| Ok((Column::of(b)?, k.map(Column::of).transpose()?, base)))
             .collect::<PyResult<Vec<_>>>()?;
+        // Every row is checked before any goes: a refused call sends nothing.
+        let sample_id = self.unique_ids.next_id(py)?;
+        for &(segment, start, stop) in ranges {
+            let Some((bodies, keys, base)) = columns.get(segment) else {
+                return Err(PyValueError::new_err(format!("no segment {segment}")));
+            };
+            let keys_len = keys.as_ref().map(Column::len).transpose()?;
+            if start > stop || stop > bodies.len()? || keys_len.is_some_and(|n| stop > n) {
+                return Err(PyValueError::new_err(format!(
+                    "rows {start}..{stop} are outside segment {segment}"
+                )));
+            }
+            for row in start..stop {
+                bodies.with_row(row, |b| {
+                    checked_body(b, base + row, limits.max_body).map(drop)
+                })?;
+                let props = match keys {
+                    Some(k) => k.with_row(row, |key| {
+                        Ok(props_len(shared, checked_key(key, base + row)?, &sample_id))
+                    })?,
+                    None => props_len(shared, None, &sample_id),
+                };
+                if props > i16::MAX as usize {
+                    return Err(PyValueError::new_err(format!(
+                        "row {}: the message's properties take {props} bytes, over 32767",
+                        base + row
+                    )));
+                }
+            }
+        }
         let flight = Flight::new();
         let mut turn = 0usize;
         let mut uniq = String::with_capacity(32);
         let mut sent: PyResult<()> = Ok(());
         'ranges: for &(segment, start, stop) in ranges {
-            let Some((bodies, keys, base)) = columns.get(segment) else {
-                sent = Err(PyValueError::new_err(format!("no segment {segment}")));
-                break;
-            };
-            if stop > bodies.len()?
-                || keys
-                    .as_ref()
-                    .map_or(Ok(false), |k| Ok::<_, PyErr>(stop > k.len()?))?
-            {
-                sent = Err(PyValueError::new_err(format!(
-                    "rows {start}..{stop} are outside segment {segment}"
-                )));
-                break;
-            }
+            let (bodies, keys, base) = &columns[segment];
             let mut row = start;
             while row < stop {
                 let (lane_id, lane) = &lanes[turn % lanes.len()];
@@ -318,59 +366,32 @@ impl BulkSend<'_> {
                 let now = rocketpy_protocol::clock::now_millis();
                 while row < stop {
                     uniq.clear();
-                    self.unique_ids.write_next_at(py, now, &mut uniq)?;
-                    let fitted = bodies.with_row(row, |body| {
-                        let body = match body {
-                            Some(b) if !b.is_empty() && b.len() <= limits.max_body => b,
-                            Some(b) if !b.is_empty() => {
-                                return Err(PyValueError::new_err(format!(
-                                    "row {}: the body is {} bytes, over the limit {}",
-                                    base + row,
-                                    b.len(),
-                                    limits.max_body
-                                )))
-                            }
-                            Some(_) => {
-                                return Err(PyValueError::new_err(format!(
-                                    "row {} has an empty body; every message needs one",
-                                    base + row
-                                )))
-                            }
-                            None => {
-                                return Err(PyValueError::new_err(format!(
-                                    "row {} has a null body; every message needs one",
-                                    base + row
-                                )))
-                            }
-                        };
-                        let mut key_of = |key: Option<&[u8]>| -> PyResult<bool> {
-                            let key = key.map(std::str::from_utf8).transpose().map_err(|_| {
-                                PyValueError::new_err(format!(
-                                    "row {}: the key is not UTF-8",
-                                    base + row
-                                ))
-                            })?;
-                            if let Some(k) = key {
-                                rocketpy_protocol::message::properties::check("KEYS", k)
+                    let fitted = self.unique_ids.write_next_at(py, now, &mut uniq);
+                    let fitted = fitted.and_then(|()| {
+                        bodies.with_row(row, |body| {
+                            let body = checked_body(body, base + row, limits.max_body)?;
+                            let mut key_of = |key: Option<&[u8]>| -> PyResult<bool> {
+                                let key = checked_key(key, base + row)?;
+                                if !chunk.fits(body.len(), props_len(shared, key, &uniq)) {
+                                    return Ok(false);
+                                }
+                                chunk
+                                    .push(body, shared, key, &uniq)
                                     .map_err(PyValueError::new_err)?;
+                                Ok(true)
+                            };
+                            match keys {
+                                Some(k) => k.with_row(row, key_of),
+                                None => key_of(None),
                             }
-                            if !chunk.fits(body.len(), props_len(shared, key, &uniq)) {
-                                return Ok(false);
-                            }
-                            chunk
-                                .push(body, shared, key, &uniq)
-                                .map_err(PyValueError::new_err)?;
-                            Ok(true)
-                        };
-                        match keys {
-                            Some(k) => k.with_row(row, key_of),
-                            None => key_of(None),
-                        }
+                        })
                     });
                     match fitted {
                         Ok(true) => row += 1,
                         Ok(false) => break,
                         Err(e) => {
+                            // Checked above: only a failure of Python's clock callback, or
+                            // rows changed meanwhile by another thread, ends up here.
                             sent = Err(e);
                             break 'ranges;
                         }
@@ -390,7 +411,7 @@ impl BulkSend<'_> {
                 flight.send(self.client, &lane.addr, cmd, limits.timeout, place);
             }
         }
-        // Whatever went is waited for, also when a later row was refused.
+        // Whatever went is waited for, also when the loop ended on an error.
         let f = flight.clone();
         let outcomes = crate::process::detach(py, || f.wait_all());
         sent?;

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from benches.peers.clients import Client
 from benches.peers.procs import produce_many
-from benches.peers.results import Result
+from benches.peers.results import Result, Throughput
 from benches.peers.settings import Settings
 
 #: ``run(client, system, address, settings)``.
@@ -32,20 +32,21 @@ class Workload:
     run: Runner
 
 
-def _produce(client: Client, system: str, address: str, s: Settings) -> Result:
-    client.prepare(address, "peers_a")
+def _timed_from_ready(run: Callable[[Callable[[], object]], Throughput]) -> Throughput:
+    """``run(ready)``'s result, with ``started`` set to when the client called ``ready``
+    (connected and warmed up, just before its timing starts: where CPU sampling starts)."""
     started: list[float] = []
-    r = client.produce(
-        address,
-        "peers_a",
-        s.seconds,
-        s.small,
-        s.window,
-        ready=lambda: started.append(time.monotonic()),
-    )
+    r = run(lambda: started.append(time.monotonic()))
     if started:
         r.started = started[0]
     return r
+
+
+def _produce(client: Client, system: str, address: str, s: Settings) -> Result:
+    client.prepare(address, "peers_a")
+    return _timed_from_ready(
+        lambda ready: client.produce(address, "peers_a", s.seconds, s.small, s.window, ready)
+    )
 
 
 def _latency(client: Client, system: str, address: str, s: Settings) -> Result:
@@ -66,18 +67,9 @@ def _produce_many(client: Client, system: str, address: str, s: Settings) -> Res
 
 def _bulk(client: Client, system: str, address: str, s: Settings) -> Result:
     client.prepare(address, "peers_e")
-    started: list[float] = []
-    r = client.bulk(
-        address,
-        "peers_e",
-        s.backlog,
-        s.small,
-        s.window,
-        ready=lambda: started.append(time.monotonic()),
+    return _timed_from_ready(
+        lambda ready: client.bulk(address, "peers_e", s.backlog, s.small, s.window, ready)
     )
-    if started:
-        r.started = started[0]
-    return r
 
 
 WORKLOADS = (

@@ -110,6 +110,28 @@ impl FsRegion {
     fn file(&self) -> io::Result<File> {
         OpenOptions::new().read(true).write(true).open(&self.path)
     }
+
+    /// `madvise(advice)` over `[start, end)` of the mapping (nothing when empty); `start`
+    /// must be page-aligned (the mapping's start is) and the advice one that changes no byte.
+    fn advise(&self, start: usize, end: usize, advice: libc::c_int) -> io::Result<()> {
+        let end = end.min(self.len());
+        if start >= end {
+            return Ok(());
+        }
+        // SAFETY: a page-aligned range inside the mapping, which lives as long as `self`;
+        // callers pass only advice that leaves the bytes as they are.
+        let rc = unsafe {
+            libc::madvise(
+                self.as_ptr().add(start) as *mut libc::c_void,
+                end - start,
+                advice,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
 }
 
 impl Region for FsRegion {
@@ -132,60 +154,23 @@ impl Region for FsRegion {
         const PAGE: usize = 4096;
         let start = offset / PAGE * PAGE;
         let end = (offset + len).min(self.len());
-        if start >= end {
-            return Ok(());
-        }
-        // SAFETY: the range lies inside the mapping, whose start is page-aligned; populating
-        // pages does not change their content, so it cannot race with the writer.
-        let rc = unsafe {
-            libc::madvise(
-                self.as_ptr().add(start) as *mut libc::c_void,
-                end - start,
-                libc::MADV_POPULATE_WRITE,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        // Populating pages does not change their content, so it cannot race with the writer.
+        self.advise(start, end, libc::MADV_POPULATE_WRITE)
     }
 
     fn no_read_around(&self) -> io::Result<()> {
-        // SAFETY: advice over exactly the mapping; it changes no byte.
-        let rc = unsafe {
-            libc::madvise(
-                self.as_ptr() as *mut libc::c_void,
-                self.len(),
-                libc::MADV_RANDOM,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        // Advice over exactly the mapping; it changes no byte.
+        self.advise(0, self.len(), libc::MADV_RANDOM)
     }
 
     fn unmap_pages(&self, offset: usize, len: usize) -> io::Result<()> {
         const PAGE: usize = 4096;
         let start = offset.div_ceil(PAGE) * PAGE;
         let end = (offset + len).min(self.len()) / PAGE * PAGE;
-        if start >= end {
-            return Ok(());
-        }
-        // SAFETY: whole pages inside the mapping. On a shared file mapping MADV_DONTNEED only
-        // drops this process's page-table entries (a dirty one marks its page dirty): the
-        // bytes stay in the page cache and the next access maps them again.
-        let rc = unsafe {
-            libc::madvise(
-                self.as_ptr().add(start) as *mut libc::c_void,
-                end - start,
-                libc::MADV_DONTNEED,
-            )
-        };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
+        // Whole pages only. On a shared file mapping MADV_DONTNEED only drops this process's
+        // page-table entries (a dirty one marks its page dirty): the bytes stay in the page
+        // cache and the next access maps them again.
+        self.advise(start, end, libc::MADV_DONTNEED)
     }
 
     fn start_writeback(&self, offset: usize, len: usize) -> io::Result<()> {

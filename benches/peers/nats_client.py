@@ -78,6 +78,30 @@ async def _pump(
     return Throughput(sent - acks.failed - lost, elapsed, acks.failed + lost)
 
 
+def _warm_pump(
+    address: str,
+    name: str,
+    size: int,
+    window: int,
+    seconds: float | None,
+    count: int | None,
+    ready: Callable[[], object] | None,
+) -> Throughput:
+    """:func:`_pump` on a connection warmed up by one publish; ``ready`` called just before."""
+
+    async def run() -> Throughput:
+        nc = await _connect(address)
+        try:
+            await nc.jetstream().publish(name, b"warm-up")
+            if ready is not None:
+                ready()
+            return await _pump(nc, name, b"x" * size, window, seconds, count)
+        finally:
+            await nc.close()
+
+    return asyncio.run(run())
+
+
 def produce(
     address: str,
     name: str,
@@ -87,18 +111,7 @@ def produce(
     ready: Callable[[], object] | None = None,
 ) -> Throughput:
     """See :meth:`benches.peers.clients.Client.produce`."""
-
-    async def run() -> Throughput:
-        nc = await _connect(address)
-        try:
-            await nc.jetstream().publish(name, b"warm-up")
-            if ready is not None:
-                ready()
-            return await _pump(nc, name, b"x" * size, window, seconds, None)
-        finally:
-            await nc.close()
-
-    return asyncio.run(run())
+    return _warm_pump(address, name, size, window, seconds, None, ready)
 
 
 def send_latency(address: str, name: str, seconds: float, size: int) -> Latency:
@@ -141,18 +154,7 @@ def bulk(
 ) -> Throughput:
     """See :meth:`benches.peers.clients.Client.bulk`: nats-py has no batch publish; its
     fastest way is ``publish_async`` as in (a)."""
-
-    async def run() -> Throughput:
-        nc = await _connect(address)
-        try:
-            await nc.jetstream().publish(name, b"warm-up")
-            if ready is not None:
-                ready()
-            return await _pump(nc, name, b"x" * size, window, None, count)
-        finally:
-            await nc.close()
-
-    return asyncio.run(run())
+    return _warm_pump(address, name, size, window, None, count, ready)
 
 
 def fill(address: str, name: str, count: int, size: int, window: int) -> None:

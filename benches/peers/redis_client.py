@@ -46,6 +46,23 @@ def _pump(
     return Throughput(ok, time.perf_counter() - started, failed)
 
 
+def _warm_pump(
+    address: str,
+    name: str,
+    size: int,
+    window: int,
+    seconds: float | None,
+    count: int | None,
+    ready: Callable[[], object] | None,
+) -> Throughput:
+    """:func:`_pump` on a connection warmed up by one XADD; ``ready`` called just before."""
+    with _connect(address) as r:
+        r.xadd(name, {FIELD: b"warm-up"})
+        if ready is not None:
+            ready()
+        return _pump(r, name, b"x" * size, window, seconds, count)
+
+
 def produce(
     address: str,
     name: str,
@@ -55,11 +72,7 @@ def produce(
     ready: Callable[[], object] | None = None,
 ) -> Throughput:
     """See :meth:`benches.peers.clients.Client.produce`."""
-    with _connect(address) as r:
-        r.xadd(name, {FIELD: b"warm-up"})
-        if ready is not None:
-            ready()
-        return _pump(r, name, b"x" * size, window, seconds, None)
+    return _warm_pump(address, name, size, window, seconds, None, ready)
 
 
 def send_latency(address: str, name: str, seconds: float, size: int) -> Latency:
@@ -94,11 +107,7 @@ def bulk(
 ) -> Throughput:
     """See :meth:`benches.peers.clients.Client.bulk`: redis-py has no bulk XADD; its fastest
     way is the pipeline of (a)."""
-    with _connect(address) as r:
-        r.xadd(name, {FIELD: b"warm-up"})
-        if ready is not None:
-            ready()
-        return _pump(r, name, b"x" * size, window, None, count)
+    return _warm_pump(address, name, size, window, None, count, ready)
 
 
 def fill(address: str, name: str, count: int, size: int, window: int) -> None:

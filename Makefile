@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install run test test-fast lint rust-test py-test compat-py5 bench bench-acl bench-grpc bench-ha bench-metrics bench-peers bench-scale bench-spark ha-crash-loop fuzz soak fault-loop clean compat-rust-client compat-table \
+.PHONY: install run test test-fast lint rust-test py-test compat-py5 bench bench-acl bench-grpc bench-ha bench-metrics bench-peers bench-push bench-scale bench-spark ha-crash-loop fuzz soak fault-loop clean compat-rust-client compat-table \
 	compat-rocketmq-rust compat-servers browser
 
 # Peer programs of the compatibility suite (tests/compat) built outside the workspace, in a
@@ -162,6 +162,11 @@ bench-peers: install
 # about 2 minutes.
 bench-grpc: install compat-py5
 	$(BIN)/python -m benches.grpc
+
+# The push consumer on a 1 M x 100 B backlog, RocketMQ's defaults and 32 messages a call:
+# rate and CPU per message of the consumer and of the broker; about 2 minutes.
+bench-push: install
+	$(BIN)/python -m benches.push_consumer
 
 # Topic scale (100 / 1,000 / 10,000 topics): creation, first send, route lookup, heartbeat,
 # broker RSS and disk blocks; about 5 minutes. LEVELS=100,1000 for a shorter run.

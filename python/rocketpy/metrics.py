@@ -11,7 +11,8 @@ with its own ``prometheus_client.start_http_server(port)`` next to its other met
   stored; ``rocketpy_client_send_failures_total``: failed attempts (each retry counts);
   these three are counted natively, wherever a send ends, and read when scraped;
 - ``rocketmq_process_time`` (histogram, milliseconds; ``topic``, ``consumer_group``,
-  ``client_id``, ``invocation_status``): listener calls of push consumers;
+  ``client_id``, ``invocation_status``): listener calls of push consumers, counted natively
+  too (a run of calls in one call) and read when scraped;
 - ``rocketpy_client_consume_lag_messages`` (gauge; ``consumer_group``, ``topic``, ``broker``,
   ``queue_id``, ``client_id``): per assigned queue, messages stored on the broker that this
   consumer has not consumed yet (the broker's max offset at the last pull, minus the next
@@ -23,7 +24,6 @@ Set ``ROCKETPY_CLIENT_METRICS=off`` to leave the registry alone.
 from __future__ import annotations
 
 import os
-import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any, Protocol
@@ -121,6 +121,38 @@ class _SendCollector:
         yield failed
 
 
+class _ProcessCollector:
+    """Reads the native listener-call table (``rocketpy._native.process_metrics``) when
+    scraped."""
+
+    def describe(self) -> Iterator[Any]:
+        return self._families([])
+
+    def collect(self) -> Iterator[Any]:
+        return self._families(_native.process_metrics())
+
+    @staticmethod
+    def _families(
+        rows: list[tuple[str, str, str, bool, list[int], float, int]],
+    ) -> Iterator[Any]:
+        from prometheus_client.core import HistogramMetricFamily
+
+        bounds = [*_native.send_metric_buckets(), float("inf")]
+        process = HistogramMetricFamily(
+            "rocketmq_process_time",
+            "Listener calls of push consumers and their time in milliseconds",
+            labels=["topic", "consumer_group", "client_id", "invocation_status"],
+        )
+        for client_id, group, topic, ok, counts, sum_ms, _messages in rows:
+            cumulative, buckets = 0, []
+            for bound, n in zip(bounds, counts, strict=True):
+                cumulative += n
+                buckets.append((_bound_label(bound), cumulative))
+            status = "success" if ok else "failure"
+            process.add_metric([topic, group, client_id, status], buckets, sum_ms)
+        yield process
+
+
 def _bound_label(bound: float) -> str:
     """A bucket's ``le`` label as prometheus_client writes it ("5.0", "+Inf")."""
     return "+Inf" if bound == float("inf") else repr(float(bound))
@@ -130,23 +162,14 @@ class ClientMetrics:
     """The client's metric families, registered once in ``prometheus_client``'s registry."""
 
     def __init__(self, registry: Any = None) -> None:
-        from prometheus_client import REGISTRY, Histogram
+        from prometheus_client import REGISTRY
 
         registry = registry if registry is not None else REGISTRY
         registry.register(_SendCollector())
+        registry.register(_ProcessCollector())
         _native.enable_send_metrics()
-        self._process_time = Histogram(
-            "rocketmq_process_time",
-            "Listener calls of push consumers and their time in milliseconds",
-            ["topic", "consumer_group", "client_id", "invocation_status"],
-            buckets=_BUCKETS_MS,
-            registry=registry,
-        )
         self._lag = _LagCollector()
         registry.register(self._lag)
-        # Children by label values: the label lookup is the costly part of an update.
-        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
-        self._lock = threading.Lock()
 
     @staticmethod
     def record_send(topic: str, client_id: str, elapsed_s: float, ok: bool, messages: int) -> None:
@@ -154,17 +177,19 @@ class ClientMetrics:
         paths record their own)."""
         _native.record_send(client_id, topic, elapsed_s, ok, messages)
 
+    @staticmethod
     def record_process(
-        self, topic: str, group: str, client_id: str, elapsed_s: float, ok: bool
+        topic: str, group: str, client_id: str, elapsed_s: float, ok: bool, messages: int = 1
     ) -> None:
-        """One listener call took ``elapsed_s``."""
-        key = ("process", topic, group, client_id, "success" if ok else "failure")
-        child = self._children.get(key)
-        if child is None:
-            with self._lock:
-                hist = self._process_time.labels(topic, group, client_id, key[4])
-                child = self._children.setdefault(key, (hist, None))
-        child[0].observe(elapsed_s * 1000.0)
+        """One listener call of ``messages`` messages took ``elapsed_s``."""
+        _native.record_process(client_id, group, topic, [elapsed_s], ok, messages)
+
+    @staticmethod
+    def record_processes(
+        topic: str, group: str, client_id: str, elapsed_s: list[float], ok: bool, messages: int
+    ) -> None:
+        """Listener calls that took ``elapsed_s`` (seconds each), ``messages`` in all."""
+        _native.record_process(client_id, group, topic, elapsed_s, ok, messages)
 
     def track(self, consumer: LaggingConsumer) -> None:
         """Reports ``consumer``'s per-queue lag while it lives."""

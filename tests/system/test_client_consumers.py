@@ -291,3 +291,45 @@ def test_flow_control_bounds_the_process_queue(shared_dev):
         assert 0 < peak <= 20 + 16, f"process queue peaked at {peak}"
     finally:
         c.shutdown()
+
+
+def test_fast_listener_runs_with_failures_commit_every_offset(shared_dev):
+    """Thousands of one-message calls of a fast listener go as runs of pulled batches (the
+    pool's fast mode); failures inside runs still go to the retry topic and come back, and
+    the committed offsets cover every message: a restarted member gets only new ones."""
+    topic, group = "RunsTopic", "runs-group"
+    with Admin(shared_dev.namesrv) as admin:
+        admin.create_topic(topic, queues=2)
+    ok: set[str] = set()
+    retried: list[tuple[str, int]] = []
+    lock = threading.Lock()
+
+    def listener(msgs):  # type: ignore[no-untyped-def]
+        body = msgs[0].body.decode()
+        with lock:
+            if int(body[1:]) % 97 == 0 and msgs[0].reconsume_times == 0:
+                return ConsumeStatus.RECONSUME_LATER
+            if msgs[0].reconsume_times:
+                retried.append((body, msgs[0].reconsume_times))
+            ok.add(body)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    with Producer("runs-producer", client_config=fast_config(shared_dev.namesrv)) as p:
+        p.send_many(topic, [f"m{i}" for i in range(3000)])
+        c = consumer(shared_dev, group, topic, listener)
+        try:
+            assert wait_until(lambda: len(ok) == 3000, timeout=60), len(ok)
+            assert c._pool is not None and c._pool.fast, "fast calls: one thread, runs"
+            assert sorted(retried) == sorted((f"m{i}", 1) for i in range(0, 3000, 97))
+        finally:
+            c.shutdown()
+        p.send_many(topic, [f"n{i}" for i in range(10)])
+    fresh = Collector()
+    c = consumer(shared_dev, group, topic, fresh)
+    try:
+        fresh.wait_for(10)
+        time.sleep(1)
+        got = sorted(m.body.decode() for m in fresh.messages)
+        assert got == sorted(f"n{i}" for i in range(10)), got[:20]
+    finally:
+        c.shutdown()

@@ -1,8 +1,11 @@
-//! Producers' send metrics, counted natively: a send records with one short lock and a few
-//! additions, from whichever thread ends it, without the GIL; `rocketpy.metrics` turns the
-//! table into Prometheus families (`rocketmq_send_cost_time`,
-//! `rocketpy_client_messages_sent_total`, `rocketpy_client_send_failures_total`) when scraped.
-//! Counting happens only once Python turned it on ([`enable_send_metrics`]).
+//! Producers' send metrics and push consumers' listener times, counted natively: a send
+//! records with one short lock and a few additions, from whichever thread ends it, without
+//! the GIL, and a run of listener calls records in one call (prometheus_client's Python
+//! histogram cost a consumer more than its whole offset bookkeeping); `rocketpy.metrics`
+//! turns the tables into Prometheus families (`rocketmq_send_cost_time`,
+//! `rocketpy_client_messages_sent_total`, `rocketpy_client_send_failures_total`,
+//! `rocketmq_process_time`) when scraped. Counting happens only once Python turned it on
+//! ([`enable_send_metrics`]).
 //!
 //! The table is per process: a child after fork() starts from zero (its own counters).
 
@@ -34,16 +37,26 @@ type Table = HashMap<String, HashMap<String, [SendStats; 2]>>;
 static TABLE: PerProcess<Mutex<Table>> = PerProcess::new();
 static ENABLED: AtomicBool = AtomicBool::new(false);
 
+/// (client id, consumer group, topic) -> listener calls [failed, succeeded].
+type ProcessTable = HashMap<(String, String, String), [SendStats; 2]>;
+
+static PROCESS: PerProcess<Mutex<ProcessTable>> = PerProcess::new();
+
+/// The bucket of `ms` (the last one +Inf).
+fn bucket_of(ms: f64) -> usize {
+    BUCKETS_MS
+        .iter()
+        .position(|&b| ms <= b)
+        .unwrap_or(BUCKETS_MS.len())
+}
+
 /// Records one send attempt of `messages` messages that took `elapsed`.
 pub fn record(client_id: &str, topic: &str, elapsed: Duration, ok: bool, messages: u64) {
     if !ENABLED.load(Ordering::Relaxed) {
         return;
     }
     let ms = elapsed.as_secs_f64() * 1000.0;
-    let bucket = BUCKETS_MS
-        .iter()
-        .position(|&b| ms <= b)
-        .unwrap_or(BUCKETS_MS.len());
+    let bucket = bucket_of(ms);
     let mut table = TABLE
         .get(Default::default)
         .lock()
@@ -109,6 +122,67 @@ pub fn send_metrics(py: Python<'_>) -> Vec<Row> {
     rows
 }
 
+/// Records listener calls of one push consumer on one topic: `elapsed_s` holds each call's
+/// seconds; `messages` the messages they were given in all.
+#[pyfunction]
+pub fn record_process(
+    client_id: &str,
+    group: &str,
+    topic: &str,
+    elapsed_s: Vec<f64>,
+    ok: bool,
+    messages: u64,
+) {
+    if !ENABLED.load(Ordering::Relaxed) || elapsed_s.is_empty() {
+        return;
+    }
+    let mut table = PROCESS
+        .get(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let key = (client_id.to_owned(), group.to_owned(), topic.to_owned());
+    let stats = &mut table.entry(key).or_default()[usize::from(ok)];
+    for s in elapsed_s {
+        let ms = s.max(0.0) * 1000.0;
+        stats.buckets[bucket_of(ms)] += 1;
+        stats.sum_ms += ms;
+    }
+    stats.messages += messages;
+}
+
+/// One row of [`process_metrics`]: client id, group, topic, success, per-bucket calls (not
+/// cumulative; the last one +Inf), sum of milliseconds, messages.
+type ProcessRow = (String, String, String, bool, Vec<u64>, f64, u64);
+
+/// Every listener call counted so far, a row per client, group, topic and outcome.
+#[pyfunction]
+pub fn process_metrics(py: Python<'_>) -> Vec<ProcessRow> {
+    let table = py.detach(|| {
+        PROCESS
+            .get(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    });
+    let mut rows = Vec::new();
+    for ((client_id, group, topic), outcomes) in table {
+        for (i, stats) in outcomes.into_iter().enumerate() {
+            if stats.buckets.iter().any(|&n| n > 0) {
+                rows.push((
+                    client_id.clone(),
+                    group.clone(),
+                    topic.clone(),
+                    i == 1,
+                    stats.buckets.to_vec(),
+                    stats.sum_ms,
+                    stats.messages,
+                ));
+            }
+        }
+    }
+    rows
+}
+
 /// The buckets' upper bounds in milliseconds (without +Inf).
 #[pyfunction]
 pub fn send_metric_buckets() -> Vec<f64> {
@@ -132,5 +206,20 @@ mod tests {
         assert_eq!(ok.messages, 11);
         assert_eq!(failed.buckets[BUCKETS_MS.len()], 1);
         assert_eq!(failed.messages, 1);
+    }
+
+    #[test]
+    fn a_run_of_listener_calls() {
+        enable_send_metrics();
+        record_process("c", "G", "T", vec![0.0002, 0.003, 9.0], true, 3);
+        record_process("c", "G", "T", vec![], false, 0);
+        let table = PROCESS.get(Default::default).lock().unwrap().clone();
+        let [failed, ok] = &table[&("c".to_owned(), "G".to_owned(), "T".to_owned())];
+        assert_eq!(ok.buckets[0], 1);
+        assert_eq!(ok.buckets[1], 1);
+        assert_eq!(ok.buckets[BUCKETS_MS.len()], 1);
+        assert_eq!(ok.messages, 3);
+        assert!((ok.sum_ms - 9003.2).abs() < 1e-6);
+        assert_eq!(failed.buckets.iter().sum::<u64>(), 0);
     }
 }

@@ -73,6 +73,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client_metrics::record_send, m)?)?;
     m.add_function(wrap_pyfunction!(client_metrics::send_metrics, m)?)?;
     m.add_function(wrap_pyfunction!(client_metrics::send_metric_buckets, m)?)?;
+    m.add_function(wrap_pyfunction!(client_metrics::record_process, m)?)?;
+    m.add_function(wrap_pyfunction!(client_metrics::process_metrics, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

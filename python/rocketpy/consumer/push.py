@@ -12,6 +12,7 @@ Two consume services, as in RocketMQ:
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import logging
@@ -55,6 +56,22 @@ MessageListener = Callable[[list[MessageExt]], Any]
 
 #: How often orderly consumers renew their queue locks (RocketMQ: 20 s).
 LOCK_RENEW_INTERVAL_S = 20.0
+
+# Read once per listener call: module constants, not attribute lookups.
+_CONSUME_SUCCESS = ConsumeStatus.CONSUME_SUCCESS
+_RECONSUME_LATER = ConsumeStatus.RECONSUME_LATER
+_monotonic = time.monotonic
+#: A listener call this long hands the rest of its pulled batch back to the pool's threads.
+SLOW_CALL_S = 0.001
+
+
+def _call(listener: MessageListener, msgs: list[MessageExt], pr: PullRequest) -> object:
+    """The listener's status for ``msgs``; an exception is logged and counts as a failure."""
+    try:
+        return listener(msgs)
+    except Exception:
+        log.exception("listener failed on %d message(s) of %s", len(msgs), pr.mq)
+        return _RECONSUME_LATER
 
 
 class PushConsumer(ConsumerBase):
@@ -223,49 +240,123 @@ class PushConsumer(ConsumerBase):
                 pool.submit(self._consume_orderly, pr)
             else:
                 n = self.consume_message_batch_max_size
-                for i in range(0, len(msgs), n):
-                    pool.submit(self._consume_concurrently, msgs[i : i + n], pr)
+                slices = [msgs[i : i + n] for i in range(0, len(msgs), n)]
+                if pool.fast and len(slices) > 1:
+                    # Short listener calls run on one thread anyway: the pulled batch goes
+                    # as one task, its bookkeeping done once (see _consume_run).
+                    pool.submit(self._consume_run, slices, pr)
+                else:
+                    pool.submit_each(self._consume_concurrently, [(m, pr) for m in slices])
         except RuntimeError:
             return  # the pool is shutting down; the messages stay uncommitted
 
     # -- concurrent consumption ------------------------------------------------------------------
 
     def _consume_concurrently(self, msgs: list[MessageExt], pr: PullRequest) -> None:
-        if pr.pq.dropped:
+        # Runs once per listener call (per message by default): the success path does only
+        # what it must — no status check beyond identity, one offset update.
+        pq = pr.pq
+        if pq.dropped:
             return
         listener = self._listener
         assert listener is not None
-        started = time.monotonic()
-        try:
-            status = listener(msgs)
-        except Exception:
-            log.exception("listener failed on %d message(s) of %s", len(msgs), pr.mq)
-            status = ConsumeStatus.RECONSUME_LATER
-        self._check_status(listener, status)
-        ok = status in (None, ConsumeStatus.CONSUME_SUCCESS)
-        self._note_process(msgs, started, ok)
-        done = msgs
-        if status not in (None, ConsumeStatus.CONSUME_SUCCESS):
-            if self.message_model is MessageModel.BROADCASTING:
-                log.warning(
-                    "broadcasting: %d message(s) of %s failed and are dropped", len(msgs), pr.mq
+        started = _monotonic()
+        status = _call(listener, msgs, pr)
+        if status is None or status is _CONSUME_SUCCESS:
+            if METRICS is not None and msgs:
+                METRICS.record_process(
+                    msgs[0].topic,
+                    self.group,
+                    self.client_id,
+                    _monotonic() - started,
+                    True,
+                    len(msgs),
                 )
+            offset = pq.remove(msgs)
+            if offset >= 0 and not pq.dropped and self._offsets is not None:
+                self._offsets.update(pr.mq, offset)
+            return
+        self._failed(listener, msgs, pr, status, started)
+
+    def _consume_run(self, slices: list[list[MessageExt]], pr: PullRequest) -> int:
+        """The listener on each slice of one pulled batch, in order, on this thread (the pool
+        is in fast mode): messages consumed are removed and their offset recorded once at
+        the end. A failed call goes the way of :meth:`_consume_concurrently`'s failures; a
+        call slower than :data:`SLOW_CALL_S` hands the slices not yet given to the listener
+        back to the pool, one task each, so that other threads can take them while calls
+        are slow. Returns the listener calls made (the pool's measure of one call)."""
+        pq = pr.pq
+        listener = self._listener
+        assert listener is not None
+        times: list[float] = []
+        done: list[MessageExt] = []
+        calls = 0
+        for msgs in slices:
+            if pq.dropped:
+                return max(calls, 1)
+            started = _monotonic()
+            status = _call(listener, msgs, pr)
+            calls += 1
+            took = _monotonic() - started
+            if status is None or status is _CONSUME_SUCCESS:
+                done += msgs
+                times.append(took)
             else:
-                # Send each back to the broker (retry topic, or the DLQ after
-                # max_reconsume_times); what cannot be sent back is consumed again locally.
-                failed = [m for m in msgs if not self._send_back(m, pr.mq, 0)]
-                if failed and self._running and self._scheduler is not None:
-                    self._scheduler.call_later(5.0, lambda: self._resubmit(failed, pr))
-                done = [m for m in msgs if all(m is not f for f in failed)]
-        offset = pr.pq.remove(done)
-        if offset >= 0 and not pr.pq.dropped and self._offsets is not None:
+                self._failed(listener, msgs, pr, status, started)
+            if took > SLOW_CALL_S and calls < len(slices):
+                pool = self._pool
+                if pool is not None:
+                    # RuntimeError: shutting down, the rest stays uncommitted.
+                    with contextlib.suppress(RuntimeError):
+                        pool.submit_each(
+                            self._consume_concurrently, [(m, pr) for m in slices[calls:]]
+                        )
+                break
+        if done:
+            if METRICS is not None:
+                METRICS.record_processes(
+                    done[0].topic, self.group, self.client_id, times, True, len(done)
+                )
+            offset = pq.remove(done)
+            if offset >= 0 and not pq.dropped and self._offsets is not None:
+                self._offsets.update(pr.mq, offset)
+        return calls
+
+    def _failed(
+        self,
+        listener: MessageListener,
+        msgs: list[MessageExt],
+        pr: PullRequest,
+        status: object,
+        started: float,
+    ) -> None:
+        """A listener call failed (or returned something that is not a status)."""
+        pq = pr.pq
+        self._check_status(listener, status)
+        self._note_process(msgs, started, False)
+        done = msgs
+        if self.message_model is MessageModel.BROADCASTING:
+            log.warning(
+                "broadcasting: %d message(s) of %s failed and are dropped", len(msgs), pr.mq
+            )
+        else:
+            # Send each back to the broker (retry topic, or the DLQ after
+            # max_reconsume_times); what cannot be sent back is consumed again locally.
+            failed = [m for m in msgs if not self._send_back(m, pr.mq, 0)]
+            if failed and self._running and self._scheduler is not None:
+                self._scheduler.call_later(5.0, lambda: self._resubmit(failed, pr))
+            done = [m for m in msgs if all(m is not f for f in failed)]
+        offset = pq.remove(done)
+        if offset >= 0 and not pq.dropped and self._offsets is not None:
             self._offsets.update(pr.mq, offset)
 
     def _note_process(self, msgs: list[MessageExt], started: float, ok: bool) -> None:
         """A listener call ended: the client metrics' process time."""
         if METRICS is not None and msgs:
             elapsed = time.monotonic() - started
-            METRICS.record_process(msgs[0].topic, self.group, self.client_id, elapsed, ok)
+            METRICS.record_process(
+                msgs[0].topic, self.group, self.client_id, elapsed, ok, len(msgs)
+            )
 
     def _resubmit(self, msgs: list[MessageExt], pr: PullRequest) -> None:
         pool = self._pool

@@ -192,3 +192,43 @@ def test_submit_each_queues_in_order_and_refuses_after_shutdown():
     assert pool.shutdown(timeout=5) is True
     with pytest.raises(RuntimeError):
         pool.submit_each(got.append, [(1,)])
+
+
+def test_submits_from_many_threads_while_the_queue_empties_and_fills_all_run():
+    """The monitor parks each time the queue empties and is woken by the next submit; many
+    submitters racing with it (and with calls that sometimes wait) lose no call and never
+    fail a submit."""
+    import random
+
+    pool = WorkerPool(6, "t")
+    done = threading.Semaphore(0)
+    errors: list[BaseException] = []
+
+    def call(wait: bool) -> None:
+        if wait:
+            time.sleep(0.002)
+        done.release()
+
+    def submitter(seed: int) -> None:
+        rnd = random.Random(seed)
+        try:
+            for i in range(500):
+                if i % 50 == 0:
+                    pool.submit_each(call, [(False,)] * 10)
+                else:
+                    pool.submit(call, rnd.random() < 0.02)
+                if rnd.random() < 0.05:
+                    time.sleep(0.001)  # let the queue empty, the monitor park
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=submitter, args=(s,)) for s in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    expected = 4 * (490 + 10 * 10)
+    for _ in range(expected):
+        assert done.acquire(timeout=10), "a submitted call never ran"
+    assert pool.shutdown(timeout=5) is True

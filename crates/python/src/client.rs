@@ -397,31 +397,33 @@ impl RemotingClient {
         // (measured: a push consumer's next pull, issued from the callback thread, held
         // the GIL for a third of the time it held it at all).
         let inner = &self.inner;
-        process::detach(py, || inner.invoke_async(
-            addr,
-            cmd,
-            Duration::from_millis(timeout_ms),
-            move |result| {
-                let decoded = result
-                    .as_ref()
-                    .ok()
-                    .and_then(|cmd| RemotingResponse::decode_pull(code, cmd));
-                callbacks::submit(move |py| {
-                    let args = match result {
-                        Ok(resp) => match Py::new(py, {
-                            let r = RemotingResponse::new(code, resp);
-                            *r.decoded.lock().unwrap_or_else(|e| e.into_inner()) = decoded;
-                            r
-                        }) {
-                            Ok(r) => (r.into_any(), py.None()),
-                            Err(e) => (py.None(), e.into_value(py).into_any()),
-                        },
-                        Err(e) => (py.None(), errors::remoting(e).into_value(py).into_any()),
-                    };
-                    callbacks::call_reporting(py, &callback, args);
-                });
-            },
-        ));
+        process::detach(py, || {
+            inner.invoke_async(
+                addr,
+                cmd,
+                Duration::from_millis(timeout_ms),
+                move |result| {
+                    let decoded = result
+                        .as_ref()
+                        .ok()
+                        .and_then(|cmd| RemotingResponse::decode_pull(code, cmd));
+                    callbacks::submit(move |py| {
+                        let args = match result {
+                            Ok(resp) => match Py::new(py, {
+                                let r = RemotingResponse::new(code, resp);
+                                *r.decoded.lock().unwrap_or_else(|e| e.into_inner()) = decoded;
+                                r
+                            }) {
+                                Ok(r) => (r.into_any(), py.None()),
+                                Err(e) => (py.None(), e.into_value(py).into_any()),
+                            },
+                            Err(e) => (py.None(), errors::remoting(e).into_value(py).into_any()),
+                        };
+                        callbacks::call_reporting(py, &callback, args);
+                    });
+                },
+            )
+        });
         Ok(())
     }
 

@@ -213,10 +213,13 @@ class WorkerPool:
             with self._lock:
                 if self._closed:
                     return
-                if not self._tasks:
+                # Decided under the lock and kept: each park takes exactly the one release
+                # that ends it (a second release of the gate would raise in submit).
+                park = not self._tasks
+                if park:
                     self._monitor_parked = True
                 taken = self._taken
-            if self._monitor_parked:
+            if park:
                 self._monitor_gate.acquire()
                 continue
             time.sleep(MONITOR_S)

@@ -246,3 +246,17 @@ def test_lite_pull_consumer(shared_dev):
             )
     finally:
         p.shutdown()
+
+
+def test_send_to_a_chosen_queue_of_a_topic_the_name_servers_do_not_route_yet(shared_dev):
+    """A fresh producer knows no broker; the topic has no route yet (as right after its
+    creation, before the broker's registration reaches the name server): the broker's
+    address comes from the TBW102 template's route, as in RocketMQ's clients, and the broker
+    (autoCreateTopicEnable) takes the message."""
+    topic = f"Unrouted{int(time.time() * 1000)}"
+    p = producer(shared_dev, "unrouted-producer")
+    try:
+        r = p.send(Message(topic, b"first"), queue=MessageQueue(topic, "broker-a", 0))
+        assert r.message_queue == MessageQueue(topic, "broker-a", 0)
+    finally:
+        p.shutdown()

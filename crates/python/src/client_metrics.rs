@@ -92,30 +92,44 @@ pub fn record_send(client_id: &str, topic: &str, elapsed_s: f64, ok: bool, messa
 /// cumulative; the last one +Inf), sum of milliseconds, messages stored or failed attempts.
 type Row = (String, String, bool, Vec<u64>, f64, u64);
 
-/// Everything counted so far, a row per client, topic and outcome with attempts.
-#[pyfunction]
-pub fn send_metrics(py: Python<'_>) -> Vec<Row> {
-    let table = py.detach(|| {
-        TABLE
+/// A copy of `table`, taken without the GIL (a send ending on an I/O thread may hold it).
+fn snapshot<T: Clone + Default + Send + Sync>(
+    py: Python<'_>,
+    table: &'static PerProcess<Mutex<T>>,
+) -> T {
+    py.detach(|| {
+        table
             .get(Default::default)
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    });
+    })
+}
+
+/// The outcomes that were counted: (success, per-bucket counts, sum of ms, messages).
+fn counted(outcomes: [SendStats; 2]) -> impl Iterator<Item = (bool, Vec<u64>, f64, u64)> {
+    outcomes
+        .into_iter()
+        .enumerate()
+        .filter(|(_, s)| s.buckets.iter().any(|&n| n > 0))
+        .map(|(i, s)| (i == 1, s.buckets.to_vec(), s.sum_ms, s.messages))
+}
+
+/// Everything counted so far, a row per client, topic and outcome with attempts.
+#[pyfunction]
+pub fn send_metrics(py: Python<'_>) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (client_id, topics) in table {
+    for (client_id, topics) in snapshot(py, &TABLE) {
         for (topic, outcomes) in topics {
-            for (i, stats) in outcomes.into_iter().enumerate() {
-                if stats.buckets.iter().any(|&n| n > 0) {
-                    rows.push((
-                        client_id.clone(),
-                        topic.clone(),
-                        i == 1,
-                        stats.buckets.to_vec(),
-                        stats.sum_ms,
-                        stats.messages,
-                    ));
-                }
+            for (ok, buckets, sum_ms, messages) in counted(outcomes) {
+                rows.push((
+                    client_id.clone(),
+                    topic.clone(),
+                    ok,
+                    buckets,
+                    sum_ms,
+                    messages,
+                ));
             }
         }
     }
@@ -157,27 +171,11 @@ type ProcessRow = (String, String, String, bool, Vec<u64>, f64, u64);
 /// Every listener call counted so far, a row per client, group, topic and outcome.
 #[pyfunction]
 pub fn process_metrics(py: Python<'_>) -> Vec<ProcessRow> {
-    let table = py.detach(|| {
-        PROCESS
-            .get(Default::default)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    });
     let mut rows = Vec::new();
-    for ((client_id, group, topic), outcomes) in table {
-        for (i, stats) in outcomes.into_iter().enumerate() {
-            if stats.buckets.iter().any(|&n| n > 0) {
-                rows.push((
-                    client_id.clone(),
-                    group.clone(),
-                    topic.clone(),
-                    i == 1,
-                    stats.buckets.to_vec(),
-                    stats.sum_ms,
-                    stats.messages,
-                ));
-            }
+    for ((client_id, group, topic), outcomes) in snapshot(py, &PROCESS) {
+        for (ok, buckets, sum_ms, messages) in counted(outcomes) {
+            let (c, g, t) = (client_id.clone(), group.clone(), topic.clone());
+            rows.push((c, g, t, ok, buckets, sum_ms, messages));
         }
     }
     rows

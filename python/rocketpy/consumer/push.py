@@ -84,7 +84,9 @@ class PushConsumer(ConsumerBase):
             (every member gets everything, offsets in a local file).
         consume_from_where: where a group with no committed offset starts.
         consume_timestamp: the start (ms or datetime) for ``CONSUME_FROM_TIMESTAMP``.
-        consume_thread_max: listener threads.
+        consume_thread_max: listener threads at most. Calls that wait (I/O) spread over
+            all of them; while calls are short (under 50 µs: they hold the GIL, which more
+            threads cannot share) one thread runs them, a pulled batch at a time.
         consume_message_batch_max_size: most messages per listener call.
         pull_batch_size: most messages asked per pull.
         pull_threshold_for_queue: pulls of a queue pause while this many messages wait...

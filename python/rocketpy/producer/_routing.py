@@ -109,6 +109,14 @@ class Routing(Preparing):
             inst.update_route(mq.topic)
             addr = inst.master_addr(mq.broker_name)
         if addr is None:
+            # A topic the name servers do not route yet (created a moment ago, its broker's
+            # registration still on the way): the broker's address is in the TBW102
+            # template's route, where RocketMQ's tryToFindTopicPublishInfo finds it too.
+            template = inst.fetch_route(AUTO_CREATE_TOPIC_KEY)
+            if template is not None:
+                inst.remember_brokers(template)
+                addr = inst.master_addr(mq.broker_name)
+        if addr is None:
             raise ClientError(f"broker {mq.broker_name} has no master address")
         return addr
 

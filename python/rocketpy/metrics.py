@@ -109,10 +109,7 @@ class _SendCollector:
             labels=["topic", "client_id"],
         )
         for client_id, topic, ok, counts, sum_ms, messages in rows:
-            cumulative, buckets = 0, []
-            for bound, n in zip(bounds, counts, strict=True):
-                cumulative += n
-                buckets.append((_bound_label(bound), cumulative))
+            buckets = _cumulative(bounds, counts)
             status = "success" if ok else "failure"
             cost.add_metric([topic, client_id, status], buckets, sum_ms)
             (sent if ok else failed).add_metric([topic, client_id], messages)
@@ -144,13 +141,19 @@ class _ProcessCollector:
             labels=["topic", "consumer_group", "client_id", "invocation_status"],
         )
         for client_id, group, topic, ok, counts, sum_ms, _messages in rows:
-            cumulative, buckets = 0, []
-            for bound, n in zip(bounds, counts, strict=True):
-                cumulative += n
-                buckets.append((_bound_label(bound), cumulative))
+            buckets = _cumulative(bounds, counts)
             status = "success" if ok else "failure"
             process.add_metric([topic, group, client_id, status], buckets, sum_ms)
         yield process
+
+
+def _cumulative(bounds: list[float], counts: list[int]) -> list[tuple[str, int]]:
+    """A native table's per-bucket counts as Prometheus's cumulative ``(le, count)`` pairs."""
+    cumulative, buckets = 0, []
+    for bound, n in zip(bounds, counts, strict=True):
+        cumulative += n
+        buckets.append((_bound_label(bound), cumulative))
+    return buckets
 
 
 def _bound_label(bound: float) -> str:

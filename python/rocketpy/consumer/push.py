@@ -265,18 +265,8 @@ class PushConsumer(ConsumerBase):
         started = _monotonic()
         status = _call(listener, msgs, pr)
         if status is None or status is _CONSUME_SUCCESS:
-            if METRICS is not None and msgs:
-                METRICS.record_process(
-                    msgs[0].topic,
-                    self.group,
-                    self.client_id,
-                    _monotonic() - started,
-                    True,
-                    len(msgs),
-                )
-            offset = pq.remove(msgs)
-            if offset >= 0 and not pq.dropped and self._offsets is not None:
-                self._offsets.update(pr.mq, offset)
+            self._note_process(msgs, started, True)
+            self._commit(pr, msgs)
             return
         self._failed(listener, msgs, pr, status, started)
 
@@ -319,9 +309,7 @@ class PushConsumer(ConsumerBase):
                 METRICS.record_processes(
                     done[0].topic, self.group, self.client_id, times, True, len(done)
                 )
-            offset = pq.remove(done)
-            if offset >= 0 and not pq.dropped and self._offsets is not None:
-                self._offsets.update(pr.mq, offset)
+            self._commit(pr, done)
         return calls
 
     def _failed(
@@ -333,7 +321,6 @@ class PushConsumer(ConsumerBase):
         started: float,
     ) -> None:
         """A listener call failed (or returned something that is not a status)."""
-        pq = pr.pq
         self._check_status(listener, status)
         self._note_process(msgs, started, False)
         done = msgs
@@ -348,14 +335,19 @@ class PushConsumer(ConsumerBase):
             if failed and self._running and self._scheduler is not None:
                 self._scheduler.call_later(5.0, lambda: self._resubmit(failed, pr))
             done = [m for m in msgs if all(m is not f for f in failed)]
-        offset = pq.remove(done)
-        if offset >= 0 and not pq.dropped and self._offsets is not None:
+        self._commit(pr, done)
+
+    def _commit(self, pr: PullRequest, msgs: list[MessageExt]) -> None:
+        """``msgs`` are consumed: out of the process queue, and the queue's offset to commit
+        (the smallest still in flight) recorded."""
+        offset = pr.pq.remove(msgs)
+        if offset >= 0 and not pr.pq.dropped and self._offsets is not None:
             self._offsets.update(pr.mq, offset)
 
     def _note_process(self, msgs: list[MessageExt], started: float, ok: bool) -> None:
         """A listener call ended: the client metrics' process time."""
         if METRICS is not None and msgs:
-            elapsed = time.monotonic() - started
+            elapsed = _monotonic() - started
             METRICS.record_process(
                 msgs[0].topic, self.group, self.client_id, elapsed, ok, len(msgs)
             )

@@ -48,13 +48,16 @@ SIDE = Path(__file__).with_name("py5_side.py")
 class BrokerProcess:
     """``rocketpy dev`` with a gRPC endpoint, in a process of its own; reads its CPU time."""
 
-    def __init__(self, store: str) -> None:
+    def __init__(self, store: str, settings: dict[str, str] | None = None) -> None:
+        """Starts it on free ports with its store in ``store``; ``settings`` are broker
+        keys given with ``--set``."""
         import re
         import sys
 
+        sets = [a for k, v in (settings or {}).items() for a in ("--set", f"{k}={v}")]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rocketpy", "--log-level", "warn", "dev", "--namesrv-port",
-             "0", "--port", "0", "--grpc-port", "0", "--store-dir", store],
+             "0", "--port", "0", "--grpc-port", "0", "--store-dir", store, *sets],
             stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert self.proc.stdout is not None

@@ -57,6 +57,11 @@ class Client(Protocol):
         a request where the client asks for batches; timed from the first batch received to
         the last message (see :func:`benches.peers.results.consumed`)."""
 
+    def consume_listener(self, address: str, name: str, count: int, fetch: int) -> Throughput:
+        """:meth:`consume` through the client's callback API (a listener handed batches or
+        messages), as applications that subscribe are written; reads the backlog :meth:`fill`
+        stored (again, when :meth:`consume` read it before), timed the same way."""
+
 
 def load(system: str) -> Client:
     """The client module of ``system`` (imported now: a process imports only its own)."""

@@ -180,6 +180,17 @@ def consume(address: str, name: str, count: int, fetch: int) -> Throughput:
     nats-py's pull consumer (``fetch``) read 12-17 k msg/s here with batches of 1,000-10,000:
     it awaits each message of a batch with its own timeout. The push consumer's callback is
     nats-py's fastest way in (several times that), so it stands for NATS."""
+    return _read(address, name, count, fetch, f"{name}_reader")
+
+
+def consume_listener(address: str, name: str, count: int, fetch: int) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.consume_listener`: :func:`consume`'s push
+    consumer (already callbacks) under a durable name of its own, from the first message."""
+    return _read(address, name, count, fetch, f"{name}_listener")
+
+
+def _read(address: str, name: str, count: int, fetch: int, durable: str) -> Throughput:
+    """Reads ``count`` messages of stream ``name`` through durable push consumer ``durable``."""
 
     async def run() -> Throughput:
         nc = await _connect(address)
@@ -201,7 +212,7 @@ def consume(address: str, name: str, count: int, fetch: int) -> Throughput:
             started = time.perf_counter()
             sub = await nc.jetstream().subscribe(
                 name,
-                durable=f"{name}_reader",
+                durable=durable,
                 cb=on_message,
                 manual_ack=True,
                 config=ConsumerConfig(

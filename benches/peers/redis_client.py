@@ -136,3 +136,9 @@ def consume(address: str, name: str, count: int, fetch: int) -> Throughput:
             got += len(entries)
             last_id = entries[-1][0]
         return consumed(count, got, head, started, first, time.perf_counter())
+
+
+def consume_listener(address: str, name: str, count: int, fetch: int) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.consume_listener`: redis-py has no callback
+    API for streams, so this is :func:`consume`'s XREAD loop again, from the first entry."""
+    return consume(address, name, count, fetch)

@@ -1,22 +1,28 @@
 """rocketpy's side: ``Producer.send_async`` (auto-batching underneath) for throughput,
-``Producer.send_many`` for bulk, ``Producer.send`` for latency, and a ``LitePullConsumer`` for
-the backlog."""
+``Producer.send_many`` for bulk, ``Producer.send`` for latency, a ``LitePullConsumer`` for
+the backlog, and a ``PushConsumer`` with a listener for the backlog through callbacks."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future
 
 from benches.peers.pacing import chunks
 from benches.peers.results import Latency, Throughput, consumed
 from rocketpy import (
     BulkSendError,
     ConsumeFromWhere,
+    ConsumeStatus,
     LitePullConsumer,
     Message,
     Producer,
+    PushConsumer,
     SendResult,
 )
 from rocketpy.admin import Admin
@@ -24,6 +30,10 @@ from rocketpy.errors import ClientError, RocketpyError
 
 #: Queues of each benchmark topic (``rocketpy bench``'s topics and ``make bench-metrics`` use 8).
 QUEUES = 8
+#: Sends between two looks at the window.
+RUN = 256
+#: Messages per listener call of the push consumer in (f) (``consume_message_batch_max_size``).
+LISTENER_BATCH = 32
 
 
 def prepare(address: str, name: str) -> None:
@@ -64,27 +74,44 @@ def _pump(
     count: int | None,
 ) -> Throughput:
     """``send_async`` in a tight loop, at most ``window`` unanswered, until ``seconds`` pass or
-    ``count`` are sent; then waits for the answers."""
+    ``count`` are sent; then waits for the answers.
+
+    The window is kept per run of :data:`RUN` sends, as a user would: the future of each run's
+    first send is kept, and a full window waits on the oldest such future (one blocking wait
+    per run at most, no polling)."""
     answers = _Answers()
     send = producer.send_async
+    marks: deque[Future[SendResult]] = deque()
     sent = 0
     started = time.perf_counter()
-    for n in chunks(seconds, count, 256):
+    for n in chunks(seconds, count, RUN):
+        while sent + n - answers.answered > window and marks:
+            _settled(marks.popleft())
+        first = True
         for _ in range(n):
-            while sent - answers.answered >= window:
-                time.sleep(0.0002)
             try:
-                send(Message(name, body), answers)
+                future = send(Message(name, body), answers)
+                if first:
+                    marks.append(future)
+                    first = False
             except RocketpyError:
                 answers.answered += 1
                 answers.failed += 1
             sent += 1
+    for future in marks:
+        _settled(future)
     wait_until = time.monotonic() + 60
     while answers.answered < sent and time.monotonic() < wait_until:
         time.sleep(0.0005)
     elapsed = time.perf_counter() - started
     lost = sent - answers.answered
     return Throughput(sent - answers.failed - lost, elapsed, answers.failed + lost)
+
+
+def _settled(future: Future[SendResult]) -> None:
+    """Waits for ``future`` (its failure is counted by the callback)."""
+    with contextlib.suppress(Exception):
+        future.result(timeout=60)
 
 
 def _producer(address: str) -> Producer:
@@ -199,6 +226,46 @@ def consume(address: str, name: str, count: int, fetch: int) -> Throughput:
                 first, head = time.perf_counter(), len(msgs)
             got += len(msgs)
         last = time.perf_counter()
+    finally:
+        consumer.shutdown()
+    return consumed(count, got, head, started, first, last)
+
+
+def consume_listener(address: str, name: str, count: int, fetch: int) -> Throughput:
+    """See :meth:`benches.peers.clients.Client.consume_listener`: a new group's
+    ``PushConsumer`` from the first offset (pulls of ``fetch``, RocketMQ's default 20
+    listener threads) whose listener takes up to :data:`LISTENER_BATCH` messages a call and
+    counts them; offsets committed every 5 s as by default."""
+    lock = threading.Lock()
+    done = threading.Event()
+    seen = {"got": 0, "head": 0, "first": 0.0, "last": 0.0}
+
+    def listener(msgs: list[Message]) -> ConsumeStatus:
+        with lock:
+            if not seen["got"]:
+                seen["first"], seen["head"] = time.perf_counter(), len(msgs)
+            seen["got"] += len(msgs)
+            if seen["got"] >= count:
+                seen["last"] = time.perf_counter()
+                done.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        f"{name}_listener_{uuid.uuid4().hex[:8]}",
+        address,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        pull_batch_size=fetch,
+        consume_message_batch_max_size=LISTENER_BATCH,
+    )
+    consumer.subscribe(name, "*")
+    consumer.register_listener(listener)
+    started = time.perf_counter()
+    consumer.start()
+    try:
+        done.wait(max(60.0, count / 1000))
+        with lock:
+            got, head, first = int(seen["got"]), int(seen["head"]), seen["first"]
+            last = seen["last"] or time.perf_counter()
     finally:
         consumer.shutdown()
     return consumed(count, got, head, started, first, last)

@@ -1,5 +1,5 @@
 """The benchmark's rounds: in each, every system in turn (the order rotates from round to
-round) gets a fresh server, runs the five workloads, and is stopped."""
+round) gets a fresh server, runs the six workloads, and is stopped."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def _brief(result: Result) -> str:
 
 
 def _run_system(record: Record, round_no: int, system: str) -> None:
-    """One system's turn in a round: its server, the five workloads, the server stopped."""
+    """One system's turn in a round: its server, the six workloads, the server stopped."""
     s = record.settings
     client = load(system)
     server = SERVERS[system](s)

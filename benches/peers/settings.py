@@ -9,7 +9,7 @@ from pathlib import Path
 #: The systems, in the order of the first round and of the table's columns.
 SYSTEMS = ("rocketpy", "nats", "redis")
 #: The workloads' keys (``benches.peers.workloads``), in the order they run.
-WORKLOAD_KEYS = ("produce", "latency", "consume", "produce_procs", "bulk")
+WORKLOAD_KEYS = ("produce", "latency", "consume", "produce_procs", "bulk", "consume_listener")
 
 
 def _env_choice(name: str, choices: tuple[str, ...]) -> tuple[str, ...]:
@@ -48,7 +48,7 @@ class Settings:
         seconds: duration of each timed producer workload, (a), (b) and (d) (``PEER_SECONDS``).
         rounds: rounds of every workload on every system (``PEER_ROUNDS``).
         backlog: messages stored before the consumer workload (c) reads them, and sent by
-            the bulk workload (e) (``PEER_BACKLOG``).
+            the bulk workload (e) (``PEER_BACKLOG``); (f) reads (c)'s backlog again.
         procs: producer processes of workload (d) (``PEER_PROCS``).
         window: messages a throughput producer has unanswered at most (``PEER_WINDOW``);
             Redis sends its pipelines this long.
@@ -58,7 +58,7 @@ class Settings:
         large: body bytes of the latency workload (``PEER_LARGE``).
         systems: which systems to run (``PEER_SYSTEMS``, comma-separated).
         workloads: which workloads to run (``PEER_WORKLOADS``: produce, latency, consume,
-            produce_procs, bulk).
+            produce_procs, bulk, consume_listener).
         out: the JSON file (``PEER_OUT``).
     """
 

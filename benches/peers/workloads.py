@@ -1,4 +1,4 @@
-"""The five workloads, the same for every system: what each runs and how it is labelled."""
+"""The six workloads, the same for every system: what each runs and how it is labelled."""
 
 from __future__ import annotations
 
@@ -60,6 +60,13 @@ def _consume(client: Client, system: str, address: str, s: Settings) -> Result:
     return client.consume(address, "peers_c", s.backlog, s.fetch)
 
 
+def _consume_listener(client: Client, system: str, address: str, s: Settings) -> Result:
+    if "consume" not in s.workloads:  # else (c) stored the backlog just before, in this server
+        client.prepare(address, "peers_c")
+        client.fill(address, "peers_c", s.backlog, s.small, s.window)
+    return client.consume_listener(address, "peers_c", s.backlog, s.fetch)
+
+
 def _produce_many(client: Client, system: str, address: str, s: Settings) -> Result:
     client.prepare(address, "peers_d")
     return produce_many(system, address, "peers_d", s.procs, s.seconds, s.small, s.window)
@@ -86,5 +93,11 @@ WORKLOADS = (
     ),
     Workload(
         "bulk", lambda s: f"(e) bulk send {s.backlog:,} x {s.small} B, 1 process", False, _bulk
+    ),
+    Workload(
+        "consume_listener",
+        lambda s: f"(f) consume backlog {s.backlog:,} x {s.small} B, listener",
+        False,
+        _consume_listener,
     ),
 )

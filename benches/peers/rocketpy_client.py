@@ -77,14 +77,16 @@ def _pump(
     ``count`` are sent; then waits for the answers.
 
     The window is kept per run of :data:`RUN` sends, as a user would: the future of each run's
-    first send is kept, and a full window waits on the oldest such future (one blocking wait
-    per run at most, no polling)."""
+    first send is kept (until answered), and a full window waits on the oldest of them until
+    there is room — a blocking wait, no polling."""
     answers = _Answers()
     send = producer.send_async
     marks: deque[Future[SendResult]] = deque()
     sent = 0
     started = time.perf_counter()
     for n in chunks(seconds, count, RUN):
+        while marks and marks[0].done():
+            marks.popleft()
         while sent + n - answers.answered > window and marks:
             _settled(marks.popleft())
         first = True

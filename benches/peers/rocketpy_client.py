@@ -21,6 +21,7 @@ from rocketpy import (
     ConsumeStatus,
     LitePullConsumer,
     Message,
+    MessageExt,
     Producer,
     PushConsumer,
     SendResult,
@@ -233,25 +234,36 @@ def consume(address: str, name: str, count: int, fetch: int) -> Throughput:
     return consumed(count, got, head, started, first, last)
 
 
+class _Tally:
+    """A push consumer's listener that counts what it is given until ``count`` came, noting
+    when the first batch (and its size) and the last message arrived."""
+
+    __slots__ = ("count", "done", "first", "got", "head", "last", "lock")
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.got = self.head = 0
+        self.first = self.last = 0.0
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def __call__(self, msgs: list[MessageExt]) -> ConsumeStatus:
+        with self.lock:
+            if not self.got:
+                self.first, self.head = time.perf_counter(), len(msgs)
+            self.got += len(msgs)
+            if self.got >= self.count and not self.done.is_set():
+                self.last = time.perf_counter()
+                self.done.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+
 def consume_listener(address: str, name: str, count: int, fetch: int) -> Throughput:
     """See :meth:`benches.peers.clients.Client.consume_listener`: a new group's
     ``PushConsumer`` from the first offset (pulls of ``fetch``, RocketMQ's default 20
     listener threads) whose listener takes up to :data:`LISTENER_BATCH` messages a call and
     counts them; offsets committed every 5 s as by default."""
-    lock = threading.Lock()
-    done = threading.Event()
-    seen = {"got": 0, "head": 0, "first": 0.0, "last": 0.0}
-
-    def listener(msgs: list[Message]) -> ConsumeStatus:
-        with lock:
-            if not seen["got"]:
-                seen["first"], seen["head"] = time.perf_counter(), len(msgs)
-            seen["got"] += len(msgs)
-            if seen["got"] >= count:
-                seen["last"] = time.perf_counter()
-                done.set()
-        return ConsumeStatus.CONSUME_SUCCESS
-
+    tally = _Tally(count)
     consumer = PushConsumer(
         f"{name}_listener_{uuid.uuid4().hex[:8]}",
         address,
@@ -260,14 +272,14 @@ def consume_listener(address: str, name: str, count: int, fetch: int) -> Through
         consume_message_batch_max_size=LISTENER_BATCH,
     )
     consumer.subscribe(name, "*")
-    consumer.register_listener(listener)
+    consumer.register_listener(tally)
     started = time.perf_counter()
     consumer.start()
     try:
-        done.wait(max(60.0, count / 1000))
-        with lock:
-            got, head, first = int(seen["got"]), int(seen["head"]), seen["first"]
-            last = seen["last"] or time.perf_counter()
+        tally.done.wait(max(60.0, count / 1000))
+        with tally.lock:
+            got, head, first = tally.got, tally.head, tally.first
+            last = tally.last or time.perf_counter()
     finally:
         consumer.shutdown()
     return consumed(count, got, head, started, first, last)

@@ -149,6 +149,10 @@ def test_group_page_shows_an_sql92_subscription(dev, console, page) -> None:
         admin.create_topic(topic, queues=1)
     c = consumer(ns, group, topic, Collector(), MessageSelector.by_sql("a > 1"))
     try:
+        # start() returns before the first heartbeat reaches the broker; the page shows what
+        # the broker knows, so wait until it knows the group online.
+        with Admin(ns) as admin:
+            assert wait_until(lambda: admin.consumer_connection(group) is not None, timeout=20)
         page.goto(console.url + "groups/" + group)
         assert f"{topic} (SQL92: a > 1)" in page.inner_text("body")
     finally:

@@ -32,6 +32,11 @@ mod unique_id;
 
 use pyo3::prelude::*;
 
+/// Every Rust allocation of the extension (servers and clients; Python's own objects stay on
+/// its allocators). Why not glibc's: see the workspace's Cargo.toml at `mimalloc`.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The native module.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

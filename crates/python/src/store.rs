@@ -138,7 +138,7 @@ impl EmbeddedStore {
                 let queue_id = if delayed { -1 } else { m.queue_id };
                 (
                     status,
-                    r.append.msg_id,
+                    r.append.msg_id(),
                     queue_id,
                     r.append.logics_offset,
                     r.append.wrote_offset,

@@ -32,12 +32,25 @@ pub struct AppendResult {
     pub wrote_offset: i64,
     /// Record size.
     pub wrote_bytes: i32,
-    /// Offset message id (store host + physical offset).
-    pub msg_id: String,
+    /// The storing broker's address: with `wrote_offset`, the offset message id.
+    pub store_host: std::net::SocketAddr,
     /// STORETIMESTAMP.
     pub store_timestamp: i64,
     /// Queue offset (index in the consume queue).
     pub logics_offset: i64,
+}
+
+impl AppendResult {
+    /// The offset message id (store host + physical offset), formatted when asked: a batch's
+    /// answer writes its ids into one string with [`AppendResult::push_msg_id`] instead.
+    pub fn msg_id(&self) -> String {
+        record::offset_msg_id(&self.store_host, self.wrote_offset)
+    }
+
+    /// Appends [`AppendResult::msg_id`] to `out`.
+    pub fn push_msg_id(&self, out: &mut String) {
+        record::push_offset_msg_id(out, &self.store_host, self.wrote_offset);
+    }
 }
 
 /// Marks the put lock as held since now, and free again when dropped (on every exit path).
@@ -229,7 +242,7 @@ impl CommitLog {
             results.push(AppendResult {
                 wrote_offset: physical_offset,
                 wrote_bytes: len as i32,
-                msg_id: String::new(),
+                store_host: msg.store_host,
                 store_timestamp,
                 logics_offset: queue_offset,
             });
@@ -237,10 +250,6 @@ impl CommitLog {
         drop(busy);
         drop(writer);
         drop(state);
-        // Formatting ids allocates: done after the locks are released.
-        for (r, msg) in results.iter_mut().zip(msgs) {
-            r.msg_id = record::offset_msg_id(&msg.store_host, r.wrote_offset);
-        }
         Ok(results)
     }
 

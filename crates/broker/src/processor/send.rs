@@ -124,9 +124,16 @@ pub fn process(
             bytes.max(0) as u64,
         );
     }
-    let ids: Vec<&str> = appended.results.iter().map(|r| r.msg_id.as_str()).collect();
+    // Every offset id joined by commas, written into one string (32 or 56 digits each).
+    let mut ids = String::with_capacity(appended.results.len() * 57);
+    for (i, r) in appended.results.iter().enumerate() {
+        if i > 0 {
+            ids.push(',');
+        }
+        r.push_msg_id(&mut ids);
+    }
     let resp = ok(req).with_header(&SendMessageResponseHeader {
-        msg_id: ids.join(","),
+        msg_id: ids,
         queue_id,
         queue_offset: first.logics_offset,
         transaction_id: None,

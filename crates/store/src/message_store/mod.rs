@@ -40,6 +40,7 @@ use crate::queue_table::ConsumeQueueTable;
 use crate::recovery::Recovery;
 use crate::schedule::ScheduleService;
 
+mod arriving;
 mod reads;
 
 /// Told when a message becomes readable (wakes long-polling pulls).
@@ -409,9 +410,7 @@ impl MessageStore {
         // After the append: the flush that completes the ticket covers these records.
         let flush = self.flush.ticket_for(msgs);
         if let Some(listener) = self.listener.get() {
-            for (msg, r) in msgs.iter().zip(&results) {
-                listener.arriving(&msg.topic, msg.queue_id, r.logics_offset + 1, msg.tags_code);
-            }
+            arriving::notify(listener.as_ref(), msgs, &results);
         }
         Ok(Appended { results, flush })
     }

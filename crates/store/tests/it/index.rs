@@ -60,7 +60,7 @@ fn query_by_uniq_key_and_keys_newest_first() {
 
     let r = &appended[77];
     let by_id = store
-        .look_message_by_offset_msg_id(&r.msg_id)
+        .look_message_by_offset_msg_id(&r.msg_id())
         .unwrap()
         .unwrap();
     assert_eq!(numbers(&[by_id]), vec![77]);

@@ -73,6 +73,13 @@ def test_every_send_mode_reaches_a_rocketpy_consumer(
         m = by_body[f"{client}-sync-{e['i']}"]
         assert e["msg_id"] == m.msg_id, "the client's message id is the one consumers see"
         assert e["offset"] == m.queue_offset
+    # The batch's one answer, as the peer read it: its queue offset is the first message's,
+    # and its offset ids (reported by the peers that expose them) name each stored message.
+    (answer,) = sent["batch"]
+    batch = sorted((by_body[f"{client}-batch-{i}"] for i in range(5)), key=lambda m: m.queue_offset)
+    assert answer["offset"] == batch[0].queue_offset
+    if answer.get("offset_msg_id"):
+        assert answer["offset_msg_id"].split(",") == [m.offset_msg_id for m in batch]
 
 
 @pytest.mark.features(

@@ -280,14 +280,40 @@ pub fn md5_hex(body: &[u8]) -> String {
     rocketpy_protocol::message::record::hex_upper(&Md5::digest(body))
 }
 
+/// The text of the hosts of messages converted one after another: a batch's messages share
+/// their store host (and often their born host), so each is written once, not per message.
+#[derive(Debug, Default)]
+pub struct HostTexts {
+    store: Option<(SocketAddr, String)>,
+    born: Option<(std::net::IpAddr, String)>,
+}
+
+impl HostTexts {
+    fn store(&mut self, addr: SocketAddr) -> String {
+        match &self.store {
+            Some((a, text)) if *a == addr => text.clone(),
+            _ => self.store.insert((addr, addr.to_string())).1.clone(),
+        }
+    }
+
+    fn born(&mut self, ip: std::net::IpAddr) -> String {
+        match &self.born {
+            Some((a, text)) if *a == ip => text.clone(),
+            _ => self.born.insert((ip, ip.to_string())).1.clone(),
+        }
+    }
+}
+
 /// A stored message as a 5.x client receives it. `topic` is the name the client asked for
 /// (a retried message is stored under its pop retry topic); `receipt_handle` is set for
-/// popped messages; `delivery_attempt` overrides reconsume times + 1 (FIFO counts).
+/// popped messages; `delivery_attempt` overrides reconsume times + 1 (FIFO counts); `hosts`
+/// remembers host texts from one message to the next.
 pub fn incoming(
     v: &RecordView<'_>,
     topic: &pb::Resource,
     receipt_handle: Option<String>,
     delivery_attempt: Option<i32>,
+    hosts: &mut HostTexts,
 ) -> pb::Message {
     let mut user = std::collections::HashMap::new();
     let mut sp = pb::SystemProperties::default();
@@ -345,9 +371,9 @@ pub fn incoming(
     } as i32;
     sp.message_type = message_type as i32;
     sp.born_timestamp = Some(timestamp(v.born_timestamp));
-    sp.born_host = born_host.unwrap_or_else(|| v.born_host.ip().to_string());
+    sp.born_host = born_host.unwrap_or_else(|| hosts.born(v.born_host.ip()));
     sp.store_timestamp = Some(timestamp(v.store_timestamp));
-    sp.store_host = v.store_host.to_string();
+    sp.store_host = hosts.store(v.store_host);
     sp.queue_id = v.queue_id;
     sp.queue_offset = Some(v.queue_offset);
     sp.delivery_attempt = Some(delivery_attempt.unwrap_or(v.reconsume_times + 1));

@@ -1,8 +1,11 @@
-//! The gRPC listener's connections: plain TCP or TLS, as the broker's `tls.server.mode` says
-//! (TLS offers HTTP/2 by ALPN, which gRPC clients require). Handshakes run in tasks of their
-//! own, so a slow or silent client never holds up the next one.
+//! The gRPC listener's connections: accepted on one thread and dealt out in turn to the server
+//! threads ([`crate::thread`]), each of which serves its connections from start to end; plain
+//! TCP or TLS, as the broker's `tls.server.mode` says (TLS offers HTTP/2 by ALPN, which gRPC
+//! clients require). Handshakes run in tasks of their own, so a slow or silent client never
+//! holds up the next one.
 
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -23,9 +26,38 @@ pub(crate) struct GrpcConn {
     info: TcpConnectInfo,
 }
 
-/// Connections of `listener`, TLS as `tls` says; the accepting stops when the receiver goes.
+/// An accepted socket on its way to the server thread that will serve it.
+pub(crate) type Accepted = (std::net::TcpStream, SocketAddr);
+
+/// Accepts connections on `listener` and hands them to the server threads in turn (one
+/// sender each); ends when no thread takes connections any more.
+pub(crate) async fn accept(listener: TcpListener, mut threads: Vec<mpsc::Sender<Accepted>>) {
+    let mut next = 0usize;
+    while !threads.is_empty() {
+        let (tcp, peer) = match listener.accept().await {
+            Ok(pair) => pair,
+            Err(e) => {
+                tracing::warn!(error = %e, "gRPC accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // The socket leaves this thread's reactor; the serving thread registers it with its
+        // own.
+        let Ok(tcp) = tcp.into_std() else { continue };
+        next %= threads.len();
+        if threads[next].send((tcp, peer)).await.is_err() {
+            threads.remove(next);
+            continue;
+        }
+        next += 1;
+    }
+}
+
+/// The connections handed to this thread, TLS as `tls` says; ends when the server stops
+/// reading them.
 pub(crate) fn incoming(
-    listener: TcpListener,
+    mut accepted: mpsc::Receiver<Accepted>,
     tls: Arc<ServerTls>,
 ) -> ReceiverStream<io::Result<GrpcConn>> {
     let tls = Arc::new(tls.with_alpn(&[b"h2"]));
@@ -33,15 +65,18 @@ pub(crate) fn incoming(
     tokio::spawn(async move {
         loop {
             let (tcp, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(pair) => pair,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "gRPC accept failed");
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                        continue;
-                    }
+                got = accepted.recv() => match got {
+                    Some(pair) => pair,
+                    None => return,
                 },
                 _ = tx.closed() => return,
+            };
+            let tcp = match tokio::net::TcpStream::from_std(tcp) {
+                Ok(tcp) => tcp,
+                Err(e) => {
+                    tracing::warn!(%peer, error = %e, "gRPC connection dropped");
+                    continue;
+                }
             };
             let (tls, tx) = (tls.clone(), tx.clone());
             tokio::spawn(async move {

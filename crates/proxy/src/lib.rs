@@ -32,6 +32,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod status;
+mod thread;
 pub mod transaction;
 pub mod validate;
 

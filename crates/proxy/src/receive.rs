@@ -17,7 +17,7 @@ use rocketpy_protocol::subscription::tags_of;
 
 use crate::clients::remote::recent_group_settings;
 use crate::context::Context;
-use crate::convert::{duration_ms, incoming, timestamp};
+use crate::convert::{duration_ms, incoming, timestamp, HostTexts};
 use crate::handle::ReceiptHandle;
 use crate::pb::{self, Code};
 use crate::state::ProxyInner;
@@ -227,22 +227,28 @@ async fn pop(
     } else {
         tags_of(&expression).map(|t| t.iter().map(|s| s.to_string()).collect::<Vec<_>>())
     };
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(records.len());
+    let mut hosts = HostTexts::default();
     for v in &records {
-        let extra = match properties::find(v.properties, keys::POP_CK) {
-            Some(ck) => ck.to_owned(),
+        let handle_text = match properties::find(v.properties, keys::POP_CK) {
+            Some(ck) => ReceiptHandle::text(ck, v.physical_offset),
             None => {
                 let start = starts
                     .iter()
                     .find(|(flag, q, _)| flag == "0" && *q == v.queue_id)
                     .map_or(v.queue_offset, |(_, _, s)| *s);
-                format!(
-                    "{start} {} {} {} 0 {broker_name} {} {}",
-                    h.pop_time, h.invisible_time, h.revive_qid, v.queue_id, v.queue_offset
+                ReceiptHandle::of_pop(
+                    start,
+                    h.pop_time,
+                    h.invisible_time,
+                    h.revive_qid,
+                    &broker_name,
+                    v.queue_id,
+                    v.queue_offset,
+                    v.physical_offset,
                 )
             }
         };
-        let handle_text = ReceiptHandle::text(&extra, v.physical_offset);
         let attempt = if fifo {
             1 + counts
                 .iter()
@@ -275,7 +281,13 @@ async fn pop(
             let key = (ctx.client_id.clone(), group.clone(), message_id_of(v));
             proxy.renewals.add(key, &topic, &handle_text);
         }
-        out.push(incoming(v, &topic_res, Some(handle_text), Some(attempt)));
+        out.push(incoming(
+            v,
+            &topic_res,
+            Some(handle_text),
+            Some(attempt),
+            &mut hosts,
+        ));
     }
     Ok(out)
 }

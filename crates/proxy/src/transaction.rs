@@ -195,7 +195,7 @@ fn relay_check(proxy: &ProxyInner, broker_addr: &str, request: &RemotingCommand)
         resource_namespace: String::new(),
         name: topic.to_owned(),
     };
-    let mut message = incoming(&v, &resource, None, None);
+    let mut message = incoming(&v, &resource, None, None, &mut Default::default());
     if let Some(sp) = message.system_properties.as_mut() {
         sp.message_type = pb::MessageType::Transaction as i32;
     }

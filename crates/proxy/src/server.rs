@@ -55,9 +55,11 @@ impl Proxy {
     /// connections on threads of its own ([`crate::thread`]), its renewal and heartbeat loops
     /// on the current tokio runtime.
     pub async fn start(config: ProxyConfig) -> std::io::Result<Proxy> {
-        let listener =
-            std::net::TcpListener::bind((config.bind_address.as_str(), config.grpc_server_port))?;
-        listener.set_nonblocking(true)?;
+        // Bound here (tokio's backlog of 1024, SO_REUSEADDR), served from the first server
+        // thread's reactor: it travels there as a std socket.
+        let listener = TcpListener::bind((config.bind_address.as_str(), config.grpc_server_port))
+            .await?
+            .into_std()?;
         let local_addr = listener.local_addr()?;
         let inner = build_state(config);
         let mut services = Services::default();

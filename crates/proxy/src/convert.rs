@@ -284,22 +284,28 @@ pub fn md5_hex(body: &[u8]) -> String {
 /// their store host (and often their born host), so each is written once, not per message.
 #[derive(Debug, Default)]
 pub struct HostTexts {
-    store: Option<(SocketAddr, String)>,
-    born: Option<(std::net::IpAddr, String)>,
+    store: LastText<SocketAddr>,
+    born: LastText<std::net::IpAddr>,
 }
 
-impl HostTexts {
-    fn store(&mut self, addr: SocketAddr) -> String {
-        match &self.store {
-            Some((a, text)) if *a == addr => text.clone(),
-            _ => self.store.insert((addr, addr.to_string())).1.clone(),
-        }
-    }
+/// The text of the last value asked for.
+#[derive(Debug)]
+struct LastText<K>(Option<(K, String)>);
 
-    fn born(&mut self, ip: std::net::IpAddr) -> String {
-        match &self.born {
-            Some((a, text)) if *a == ip => text.clone(),
-            _ => self.born.insert((ip, ip.to_string())).1.clone(),
+impl<K> Default for LastText<K> {
+    fn default() -> Self {
+        LastText(None)
+    }
+}
+
+impl<K: PartialEq + std::fmt::Display> LastText<K> {
+    fn of(&mut self, key: K) -> String {
+        match &self.0 {
+            Some((k, text)) if *k == key => text.clone(),
+            _ => {
+                let text = key.to_string();
+                self.0.insert((key, text)).1.clone()
+            }
         }
     }
 }
@@ -371,9 +377,9 @@ pub fn incoming(
     } as i32;
     sp.message_type = message_type as i32;
     sp.born_timestamp = Some(timestamp(v.born_timestamp));
-    sp.born_host = born_host.unwrap_or_else(|| hosts.born(v.born_host.ip()));
+    sp.born_host = born_host.unwrap_or_else(|| hosts.born.of(v.born_host.ip()));
     sp.store_timestamp = Some(timestamp(v.store_timestamp));
-    sp.store_host = hosts.store(v.store_host);
+    sp.store_host = hosts.store.of(v.store_host);
     sp.queue_id = v.queue_id;
     sp.queue_offset = Some(v.queue_offset);
     sp.delivery_attempt = Some(delivery_attempt.unwrap_or(v.reconsume_times + 1));

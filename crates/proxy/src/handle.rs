@@ -71,33 +71,6 @@ impl ReceiptHandle {
         out
     }
 
-    /// The handle of a popped message of a normal topic (`topicType` 0) from its checkpoint's
-    /// fields, written as [`ReceiptHandle::text`] of the POP_CK text would be; the integers
-    /// are written without `fmt` (this runs for every received message).
-    #[allow(clippy::too_many_arguments)]
-    pub fn of_pop(
-        start_offset: i64,
-        pop_time: i64,
-        invisible_time: i64,
-        revive_qid: i32,
-        broker_name: &str,
-        queue_id: i32,
-        queue_offset: i64,
-        commit_log_offset: i64,
-    ) -> String {
-        let mut out = String::with_capacity(96 + broker_name.len());
-        out.push_str(itoa::Buffer::new().format(start_offset));
-        push_field(&mut out, pop_time);
-        push_field(&mut out, invisible_time);
-        push_field(&mut out, revive_qid);
-        out.push_str(" 0 ");
-        out.push_str(broker_name);
-        push_field(&mut out, queue_id);
-        push_field(&mut out, queue_offset);
-        push_field(&mut out, commit_log_offset);
-        out
-    }
-
     /// Whether its invisible time is over (the broker may have delivered it again).
     pub fn expired(&self, now: i64) -> bool {
         self.pop_time + self.invisible_time <= now
@@ -112,20 +85,66 @@ impl ReceiptHandle {
     /// The handle after an invisible-time change answered with `pop_time` and
     /// `invisible_time`: the message heads a checkpoint of its own.
     pub fn changed(&self, pop_time: i64, invisible_time: i64) -> String {
-        let start = if self.revive_qid == 999 {
+        let start_offset = if self.revive_qid == 999 {
             self.start_offset
         } else {
             self.queue_offset
         };
-        format!(
-            "{start} {pop_time} {invisible_time} {} {} {} {} {} {}",
-            self.revive_qid,
-            self.topic_type,
-            self.broker_name,
-            self.queue_id,
-            self.queue_offset,
-            self.commit_log_offset
-        )
+        Fields {
+            start_offset,
+            pop_time,
+            invisible_time,
+            revive_qid: self.revive_qid,
+            topic_type: &self.topic_type,
+            broker_name: &self.broker_name,
+            queue_id: self.queue_id,
+            queue_offset: self.queue_offset,
+            commit_log_offset: self.commit_log_offset,
+        }
+        .text()
+    }
+}
+
+/// A handle's nine fields, borrowed, to write one: the one place that knows their order.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields<'a> {
+    /// First offset of the checkpoint.
+    pub start_offset: i64,
+    /// When the message was popped (ms).
+    pub pop_time: i64,
+    /// Invisible time (ms).
+    pub invisible_time: i64,
+    /// Revive queue (999: FIFO).
+    pub revive_qid: i32,
+    /// "0" the topic itself, "1"/"2" its pop retry topic.
+    pub topic_type: &'a str,
+    /// The broker holding the message.
+    pub broker_name: &'a str,
+    /// Its queue.
+    pub queue_id: i32,
+    /// Its queue offset.
+    pub queue_offset: i64,
+    /// Its CommitLog offset.
+    pub commit_log_offset: i64,
+}
+
+impl Fields<'_> {
+    /// The handle's text, as [`ReceiptHandle::parse`] reads it; the integers are written
+    /// without `fmt` (this runs for every received message).
+    pub fn text(&self) -> String {
+        let mut out = String::with_capacity(96 + self.broker_name.len());
+        out.push_str(itoa::Buffer::new().format(self.start_offset));
+        push_field(&mut out, self.pop_time);
+        push_field(&mut out, self.invisible_time);
+        push_field(&mut out, self.revive_qid);
+        out.push(' ');
+        out.push_str(self.topic_type);
+        out.push(' ');
+        out.push_str(self.broker_name);
+        push_field(&mut out, self.queue_id);
+        push_field(&mut out, self.queue_offset);
+        push_field(&mut out, self.commit_log_offset);
+        out
     }
 }
 
@@ -156,8 +175,19 @@ mod tests {
     }
 
     #[test]
-    fn a_pop_handle_is_its_checkpoint_text_and_offset() {
-        let text = ReceiptHandle::of_pop(-3, 1000, 60000, 2, "broker-a", 0, 5, 4096);
+    fn fields_write_the_checkpoint_text_and_offset() {
+        let text = Fields {
+            start_offset: -3,
+            pop_time: 1000,
+            invisible_time: 60000,
+            revive_qid: 2,
+            topic_type: "0",
+            broker_name: "broker-a",
+            queue_id: 0,
+            queue_offset: 5,
+            commit_log_offset: 4096,
+        }
+        .text();
         assert_eq!(
             text,
             ReceiptHandle::text("-3 1000 60000 2 0 broker-a 0 5", 4096)

@@ -18,7 +18,7 @@ use rocketpy_protocol::subscription::tags_of;
 use crate::clients::remote::recent_group_settings;
 use crate::context::Context;
 use crate::convert::{duration_ms, incoming, timestamp, HostTexts};
-use crate::handle::ReceiptHandle;
+use crate::handle::{Fields, ReceiptHandle};
 use crate::pb::{self, Code};
 use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
@@ -237,16 +237,18 @@ async fn pop(
                     .iter()
                     .find(|(flag, q, _)| flag == "0" && *q == v.queue_id)
                     .map_or(v.queue_offset, |(_, _, s)| *s);
-                ReceiptHandle::of_pop(
-                    start,
-                    h.pop_time,
-                    h.invisible_time,
-                    h.revive_qid,
-                    &broker_name,
-                    v.queue_id,
-                    v.queue_offset,
-                    v.physical_offset,
-                )
+                Fields {
+                    start_offset: start,
+                    pop_time: h.pop_time,
+                    invisible_time: h.invisible_time,
+                    revive_qid: h.revive_qid,
+                    topic_type: "0",
+                    broker_name: &broker_name,
+                    queue_id: v.queue_id,
+                    queue_offset: v.queue_offset,
+                    commit_log_offset: v.physical_offset,
+                }
+                .text()
             }
         };
         let attempt = if fifo {

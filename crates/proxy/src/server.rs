@@ -69,11 +69,11 @@ impl Proxy {
         let tls = inner.config.tls.clone();
         let inbound = crate::inbound::Inbound::new(MAX_INBOUND_PER_CONNECTION);
         let count = server_threads();
-        let (senders, mut receivers): (Vec<_>, Vec<_>) =
+        let (senders, receivers): (Vec<_>, Vec<_>) =
             (0..count).map(|_| tokio::sync::mpsc::channel(64)).unzip();
         let mut listener = Some((listener, senders));
         let mut threads = Vec::with_capacity(count);
-        for accepted in receivers.drain(..) {
+        for accepted in receivers {
             let (service, tls, inbound) = (service.clone(), tls.clone(), inbound.clone());
             // The first thread also accepts, for all of them.
             let accepting = listener.take();

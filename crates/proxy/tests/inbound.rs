@@ -5,20 +5,14 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use rocketpy_proxy::{Proxy, ProxyConfig};
+mod common;
 
 const CALLS: usize = 80;
 const SENT_PER_CALL: usize = 1 << 20;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unfinished_messages_are_bounded_per_connection() {
-    let proxy = Proxy::start(ProxyConfig {
-        bind_address: "127.0.0.1".into(),
-        grpc_server_port: 0,
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
+    let proxy = common::loopback_proxy().await;
     let addr = proxy.local_addr();
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (client, connection) = h2::client::handshake(tcp).await.unwrap();

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use rocketpy_proxy::{Proxy, ProxyConfig};
+mod common;
 
 /// One empty Heartbeat over a fresh HTTP/2 connection; the call's `grpc-status`, and the
 /// connection's task (it ends when the server closes the connection).
@@ -37,13 +37,7 @@ async fn heartbeat(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_connection_is_served_and_shutdown_closes_them() {
-    let proxy = Proxy::start(ProxyConfig {
-        bind_address: "127.0.0.1".into(),
-        grpc_server_port: 0,
-        ..ProxyConfig::default()
-    })
-    .await
-    .unwrap();
+    let proxy = common::loopback_proxy().await;
     let addr = proxy.local_addr();
     // More connections than threads: each thread gets some, and each answers.
     let mut open = Vec::new();

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import itertools
 import threading
 from collections import defaultdict
@@ -322,6 +323,29 @@ def test_asyncio_sends_go_straight_to_the_accumulator(dev: DevServer) -> None:
     results = asyncio.run(main())
     assert all(r.status is SendStatus.SEND_OK for r in results)
     assert len({r.msg_id for r in results}) == len(results)
+
+
+def test_a_refresh_of_the_same_route_keeps_the_lanes_a_changed_route_drops_them(
+    dev: DevServer,
+) -> None:
+    topic = "AutoBatchRefresh"
+    with Admin(dev.namesrv_addr) as admin:
+        admin.create_topic(topic, queues=2)
+        wait_until(lambda: admin.topic_route(topic) is not None)
+    with Producer("auto-batch-refresh", client_config=fast_config(dev.namesrv_addr)) as p:
+        assert p.send_async(Message(topic, b"first")).result(10).status is SendStatus.SEND_OK
+        info = p.publish_info(topic)
+        # What the periodic route poll does (every poll_name_server_interval_ms).
+        p.update_publish_info(topic, info)
+        same = p.send_async_nowait(Message(topic, b"same route"))
+        assert same is not None, "an unchanged route keeps the lanes"
+        assert same.result(10).status is SendStatus.SEND_OK
+        assert info.route is not None
+        changed = dataclasses.replace(
+            info, route=dataclasses.replace(info.route, order_topic_conf="x")
+        )
+        p.update_publish_info(topic, changed)
+        assert p.send_async_nowait(Message(topic, b"new route")) is None, "looked up again"
 
 
 def test_native_futures_start_as_send_future_init_makes_them() -> None:

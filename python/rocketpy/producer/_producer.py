@@ -186,10 +186,14 @@ class Producer(BulkSends):
             return set(self._publish)
 
     def update_publish_info(self, topic: str, info: TopicPublishInfo) -> None:
-        """Takes a refreshed route."""
+        """Takes a refreshed route. The native paths' lanes of ``topic`` are forgotten only
+        when the route changed: a periodic refresh of the same route must not send the next
+        messages the slow way (nor make ``send_async_nowait`` refuse them)."""
         with self._lock:
+            old = self._publish.get(topic)
             self._publish[topic] = info
-        self._forget_lanes(topic)
+        if old is None or old.route != info.route or old.from_template != info.from_template:
+            self._forget_lanes(topic)
 
     # -- sending ------------------------------------------------------------------------------
 

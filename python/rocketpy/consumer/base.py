@@ -24,6 +24,7 @@ from rocketpy.client.route import subscribe_queues
 from rocketpy.client.scheduler import Scheduler
 from rocketpy.consumer.allocate import AllocateStrategy, allocate_averagely
 from rocketpy.consumer.broker_check import check_in_brokers, check_subscription, route_or_warn
+from rocketpy.consumer.flow import PullGate
 from rocketpy.consumer.model import (
     ConsumeFromWhere,
     MessageModel,
@@ -112,6 +113,7 @@ class ConsumerBase(abc.ABC):
         self._instance: ClientInstance | None = None
         self._offsets: OffsetStore | None = None
         self._scheduler: Scheduler | None = None
+        self._gate = PullGate(self._pull, self._can_pull)  # see flow.py; woken on consumption
         self._running = False
 
     # -- configuration ------------------------------------------------------------------------
@@ -191,9 +193,8 @@ class ConsumerBase(abc.ABC):
         return inst.client_id if inst is not None else ""
 
     def queue_lags(self) -> list[tuple[MessageQueue, int]]:
-        """Per assigned queue, messages not consumed yet by this consumer: the broker's max
-        offset at the last pull, minus the next offset to pull, plus messages pulled and
-        still held (the client metrics' consume lag)."""
+        """Per assigned queue, messages not consumed yet: the broker's max offset at the last
+        pull, minus the next offset to pull, plus messages held (the consume-lag metric)."""
         with self._lock:
             held = list(self._table.items())
         return [
@@ -450,9 +451,8 @@ class ConsumerBase(abc.ABC):
         if not self._running or pr.pq.dropped:
             return
         pr.pq.last_pull = time.monotonic()
-        wait = self._can_pull(pr)
-        if wait > 0:
-            self._pull_later(pr, wait)
+        if (wait := self._can_pull(pr)) > 0:
+            self._gate.hold(pr, wait, self._scheduler if self._running else None)
             return
         with self._lock:
             sub = self._subscriptions.get(pr.mq.topic)

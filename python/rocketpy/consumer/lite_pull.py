@@ -221,6 +221,7 @@ class LitePullConsumer(ConsumerBase):
         offset = pr.pq.remove(msgs)
         if offset >= 0:
             self._consumed[pr.mq] = offset
+        self._gate.wake()  # room in the buffer: held pulls go now, not after their back-off
         if (
             self.auto_commit
             and (time.monotonic() - self._last_commit) * 1000 >= self.auto_commit_interval_ms
@@ -307,3 +308,4 @@ class LitePullConsumer(ConsumerBase):
         self._paused -= set(mqs)
         with self._cond:
             self._cond.notify_all()
+        self._gate.wake()

@@ -343,6 +343,7 @@ class PushConsumer(ConsumerBase):
         offset = pr.pq.remove(msgs)
         if offset >= 0 and not pr.pq.dropped and self._offsets is not None:
             self._offsets.update(pr.mq, offset)
+        self._gate.wake(pr)  # room in the queue's buffer: its held pull goes now
 
     def _note_process(self, msgs: list[MessageExt], started: float, ok: bool) -> None:
         """A listener call ended: the client metrics' process time."""
@@ -449,6 +450,7 @@ class PushConsumer(ConsumerBase):
         offset = pr.pq.commit()
         if offset >= 0 and self._offsets is not None:
             self._offsets.update(pr.mq, offset)
+        self._gate.wake(pr)
 
     def _give_up_orderly(self, msgs: list[MessageExt], pr: PullRequest) -> bool:
         """After max_reconsume_times the messages go to the DLQ (if the broker takes them)."""

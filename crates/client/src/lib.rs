@@ -7,6 +7,7 @@
 //! - [`bulk`]: bulk sends, many messages encoded into bounded batch requests, a window in flight.
 //! - [`requests`]: SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE requests from a lane and a template.
 //! - [`answer`]: the fields of a broker's answer to a send.
+//! - [`pending`]: a consumer's pulled, unconsumed messages of one queue, by offset.
 //! - [`pull_range`]: a range of queue offsets read through many PULL_MESSAGEs in flight.
 //!
 //! The binding adds what needs Python: reading `rocketpy.Message`s, futures and callbacks,
@@ -16,6 +17,7 @@ pub mod answer;
 pub mod batch;
 pub mod bulk;
 pub mod lanes;
+pub mod pending;
 pub mod pull_range;
 pub mod requests;
 pub mod topic_lanes;

@@ -76,6 +76,58 @@ impl<T> Pending<T> {
         true
     }
 
+    /// Adds one pull's messages (offset, body bytes, item); those whose offset is held
+    /// already are dropped. Linear in the batch and what waits, whatever the order the
+    /// broker sent them in: a batch that is not ascending is sorted first, and one that
+    /// falls among the waiting offsets is merged in one pass (inserting each would move
+    /// half the deque each time).
+    pub fn put_all(&mut self, mut items: Vec<(i64, u32, T)>) {
+        if !items.windows(2).all(|w| w[0].0 < w[1].0) {
+            items.sort_by_key(|i| i.0); // stable: of equal offsets the first stays
+            items.dedup_by_key(|i| i.0);
+        }
+        let beyond = match (self.ready.back(), items.first()) {
+            (Some(last), Some(first)) => first.0 > last.offset,
+            _ => true,
+        };
+        if beyond || items.len() == 1 {
+            for (offset, size, item) in items {
+                self.put(offset, size, item);
+            }
+            return;
+        }
+        let waiting = std::mem::take(&mut self.ready);
+        self.ready.reserve(waiting.len() + items.len());
+        let mut new = items.into_iter().peekable();
+        for slot in waiting {
+            while let Some((offset, size, item)) = new.next_if(|i| i.0 < slot.offset) {
+                self.push_new(offset, size, item);
+            }
+            match new.next_if(|i| i.0 == slot.offset) {
+                Some((offset, size, item)) if slot.item.is_none() => {
+                    self.push_new(offset, size, item)
+                }
+                _ => self.ready.push_back(slot),
+            }
+        }
+        for (offset, size, item) in new {
+            self.push_new(offset, size, item);
+        }
+    }
+
+    /// Appends a message known to go after every waiting one (`put_all`'s merge).
+    fn push_new(&mut self, offset: i64, size: u32, item: T) {
+        if self.consuming.contains_key(&offset) {
+            return;
+        }
+        self.ready.push_back(Slot {
+            offset,
+            size,
+            item: Some(item),
+        });
+        self.held(size, offset);
+    }
+
     fn held(&mut self, size: u32, offset: i64) {
         self.live += 1;
         self.size += i64::from(size);
@@ -246,6 +298,52 @@ mod tests {
         t.remove(12);
         assert!(t.put(12, 13, 12), "a hole in the middle is filled again");
         assert_eq!(t.pending(), 4);
+    }
+
+    #[test]
+    fn batches_in_any_order_are_merged_in_order() {
+        let mut t = table([2, 4, 6, 8]);
+        t.remove(4);
+        // Descending, with a duplicate, a held offset (6) and a consumed one (4).
+        t.put_all(vec![
+            (9, 1, 9),
+            (7, 1, 7),
+            (6, 1, 66),
+            (5, 1, 5),
+            (4, 1, 44),
+            (3, 1, 3),
+            (3, 1, 33),
+            (1, 1, 1),
+        ]);
+        let waiting: Vec<(i64, Option<i64>)> = t.ready.iter().map(|s| (s.offset, s.item)).collect();
+        let want = [1, 2, 3, 4, 5, 6, 7, 8, 9].map(|o| (o, Some(o)));
+        let want: Vec<_> = want
+            .into_iter()
+            .map(|(o, v)| (o, if o == 4 { Some(44) } else { v }))
+            .collect();
+        assert_eq!(
+            waiting, want,
+            "held 6 kept, hole 4 filled, first of two 3s kept"
+        );
+        assert_eq!((t.pending(), t.max_offset(), t.commit_offset()), (9, 9, 1));
+        t.put_all(vec![(11, 1, 11), (10, 1, 10)]);
+        assert_eq!((t.pending(), t.max_offset()), (11, 11));
+    }
+
+    #[test]
+    fn a_large_interleaved_batch_costs_a_merge() {
+        // 200,000 alternate offsets against as many waiting: a pass, not 10^10 moves.
+        let mut t: Pending<()> = Pending::default();
+        t.put_all((0..200_000).map(|i| (2 * i, 1, ())).collect());
+        t.put_all((0..200_000).rev().map(|i| (2 * i + 1, 1, ())).collect());
+        assert_eq!(
+            (t.pending(), t.commit_offset(), t.max_offset()),
+            (400_000, 0, 399_999)
+        );
+        for o in 0..400_000 {
+            assert!(t.remove(o).is_some());
+        }
+        assert_eq!(t.commit_offset(), 400_000);
     }
 
     #[test]

@@ -51,10 +51,12 @@ impl PendingMessages {
 
     /// Adds pulled messages; offsets already held are skipped.
     fn put(&self, msgs: &Bound<'_, PyList>) -> PyResult<()> {
-        let mut t = self.lock();
+        let mut items = Vec::with_capacity(msgs.len());
         each_message(msgs, |m| {
-            t.put(m.get().queue_offset(), size_of(&m), m.unbind());
-        })
+            items.push((m.get().queue_offset(), size_of(&m), m.unbind()))
+        })?;
+        self.lock().put_all(items);
+        Ok(())
     }
 
     /// Removes consumed messages; returns the offset to commit: the smallest offset still

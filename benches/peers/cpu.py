@@ -1,10 +1,10 @@
-"""Where a producer workload's CPU goes: the server's share and everything else's.
+"""Where a throughput workload's CPU goes: the server's share and everything else's.
 
 All three systems' clients and servers share this machine's cores, so a throughput ratio
 alone cannot say whether a system is limited by its server or by its Python client. A
 :class:`CpuMeter` samples the server process's CPU time and the whole machine's busy time
 while a workload runs; :func:`CpuMeter.per_message` turns the timed part of a run into
-microseconds of CPU per acknowledged message: the server's, and the rest (the clients,
+microseconds of CPU per acknowledged (or read) message: the server's, and the rest (the clients,
 the kernel's work for them, anything else running).
 """
 

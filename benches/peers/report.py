@@ -135,7 +135,7 @@ def table(record: Record) -> str:
 
 
 def _cpu_lines(record: Record, medians: dict[str, dict[str, dict[str, float]]]) -> list[str]:
-    """Per producer workload, each system's CPU per message: its server's and the rest's."""
+    """Per throughput workload, each system's CPU per message: its server's and the rest's."""
     out = []
     for w in WORKLOADS:
         cells = [
@@ -148,7 +148,7 @@ def _cpu_lines(record: Record, medians: dict[str, dict[str, dict[str, float]]]) 
     if out:
         out.insert(
             0,
-            "CPU per acknowledged message, microseconds: server + everything else on the "
+            "CPU per acknowledged (or read) message, microseconds: server + everything else on the "
             "machine (clients, kernel), medians (benches/peers/cpu.py):",
         )
     return out

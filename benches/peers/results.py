@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -20,7 +21,7 @@ class Throughput:
         extra: anything else worth keeping (e.g. the time to a consumer's first message, the
             CPU per message of :mod:`benches.peers.cpu`).
         started: ``time.monotonic()`` when the timed part began, where the workload knows it
-            (producers); not reported.
+            (producers, consumers); not reported.
     """
 
     messages: int
@@ -87,13 +88,15 @@ def consumed(
     wanted: int, got: int, head: int, started: float, first: float, last: float
 ) -> Throughput:
     """A consumer's run: the messages after the first batch (``head`` of them) over the time
-    from that batch to the last (clock readings in seconds), so neither the start-up nor a
-    system's batch size counts; ``wanted - got`` messages never came."""
+    from that batch to the last (``time.perf_counter()`` readings), so neither the start-up
+    nor a system's batch size counts; ``wanted - got`` messages never came. Its ``started``
+    is the first batch's time on ``time.monotonic()``'s clock, for the CPU meter."""
     return Throughput(
         max(0, got - head),
         last - first if got else 0.0,
         errors=max(0, wanted - got),
         extra={"first_batch": head, "first_message_s": round(first - started, 4) if got else -1},
+        started=first + (time.monotonic() - time.perf_counter()) if got else None,
     )
 
 

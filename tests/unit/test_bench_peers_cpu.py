@@ -10,6 +10,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benches.peers.cpu import CpuMeter, machine_busy_s, process_cpu_s
+from benches.peers.results import consumed
 
 
 def test_per_message_interpolates_between_samples() -> None:
@@ -44,3 +45,11 @@ def test_the_meter_samples_a_live_process_until_stopped() -> None:
     assert len(meter.samples) >= 3
     times = [s[0] for s in meter.samples]
     assert times == sorted(times)
+
+
+def test_a_consumer_run_is_placed_on_the_meter_clock_from_its_first_batch() -> None:
+    first = time.perf_counter()
+    run = consumed(1000, 1000, 100, first - 0.5, first, first + 2.0)
+    assert (run.messages, run.seconds, run.errors) == (900, 2.0, 0)
+    assert run.started is not None and abs(run.started - time.monotonic()) < 0.5
+    assert consumed(10, 0, 0, 0.0, 0.0, 1.0).started is None, "nothing read: no CPU figure"

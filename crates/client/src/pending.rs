@@ -64,15 +64,7 @@ impl<T> Pending<T> {
             },
             _ => self.ready.len(),
         };
-        self.ready.insert(
-            at,
-            Slot {
-                offset,
-                size,
-                item: Some(item),
-            },
-        );
-        self.held(size, offset);
+        self.insert_new(at, offset, size, item);
         true
     }
 
@@ -115,16 +107,18 @@ impl<T> Pending<T> {
         }
     }
 
-    /// Appends a message known to go after every waiting one (`put_all`'s merge).
+    /// Appends a message known to go after every waiting one (`put_all`'s merge), unless
+    /// it is consuming.
     fn push_new(&mut self, offset: i64, size: u32, item: T) {
-        if self.consuming.contains_key(&offset) {
-            return;
+        if !self.consuming.contains_key(&offset) {
+            self.insert_new(self.ready.len(), offset, size, item);
         }
-        self.ready.push_back(Slot {
-            offset,
-            size,
-            item: Some(item),
-        });
+    }
+
+    /// Puts a message not held yet at `at` of the waiting ones.
+    fn insert_new(&mut self, at: usize, offset: i64, size: u32, item: T) {
+        let item = Some(item);
+        self.ready.insert(at, Slot { offset, size, item });
         self.held(size, offset);
     }
 

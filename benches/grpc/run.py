@@ -11,9 +11,12 @@
   take two calls per batch;
 - consume: the 5.x SimpleConsumer receiving (32 at a time) and acking each message, the stub
   receiving 32 at a time with ``--inflight``/8 receives in flight and acking each batch in one
-  AckMessage (what the protocol allows; the server sets the pace), and rocketpy's
-  PushConsumer, each reading a backlog (the stub the client's, as a group of its own) for
-  ``--seconds``.
+  AckMessage (what the protocol allows), and rocketpy's PushConsumer, each reading a backlog
+  (the stub the client's, as a group of its own) for ``--seconds``;
+- the Rust driver (``benches/src/bin/grpc_drive.rs``, built by ``make bench-grpc``): the
+  stub's receive+ack and empty call from Rust, whose few µs of CPU per call let the broker,
+  not the client, set the pace — the Python stub keeps the broker three quarters idle, so
+  its figures are mostly the cost of waking up for each call.
 
 Rounds alternate the order; the figures are medians. Both paths end in the same broker and
 store; what differs is the protocol, the proxy and the client. The broker runs as its own
@@ -43,6 +46,9 @@ PY5_PYTHON = os.environ.get(
     "ROCKETPY_PY5_PYTHON", str(Path.home() / ".cache/rocketpy/py5-venv/bin/python")
 )
 SIDE = Path(__file__).with_name("py5_side.py")
+DRIVE = os.environ.get(
+    "ROCKETPY_GRPC_DRIVE", str(Path(__file__).parents[2] / "target/release/grpc_drive")
+)
 
 
 class BrokerProcess:
@@ -87,6 +93,19 @@ def py5(spec: dict[str, object]) -> float:
     if out.returncode != 0:
         raise SystemExit(f"the 5.x client failed: {out.stderr[-3000:]}")
     r = json.loads(out.stdout.strip().splitlines()[-1])
+    return r["count"] / r["seconds"]
+
+
+def drive(mode: str, endpoint: str, **options: object) -> float:
+    """Runs the Rust driver; its rate in calls or messages per second."""
+    if not Path(DRIVE).exists():
+        raise SystemExit(f"{DRIVE} is missing: make bench-grpc builds it")
+    flags = [a for k, v in options.items() for a in (f"--{k}", str(v))]
+    out = subprocess.run([DRIVE, mode, endpoint, *flags], capture_output=True, text=True,
+                         timeout=600)  # fmt: skip
+    if out.returncode != 0:
+        raise SystemExit(f"the Rust driver failed: {out.stderr[-3000:]}")
+    r = json.loads(out.stdout)
     return r["count"] / r["seconds"]
 
 
@@ -193,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                     ("empty call gRPC stub", lambda: py5(dict(
                         action="heartbeat_stub", endpoint=endpoint,
                         inflight=args.inflight // 8, seconds=args.seconds))),
+                    ("empty call Rust driver", lambda: drive(
+                        "empty", endpoint, inflight=args.inflight // 2, seconds=args.seconds)),
                 ]  # fmt: skip
                 for name, fn in sends if r % 2 == 0 else sends[::-1]:
                     m.run(broker, name, args.seconds, fn)
@@ -213,12 +234,17 @@ def main(argv: list[str] | None = None) -> int:
                 # The stub reads the same backlog after the client (a group of its own).
                 stub5 = dict(recv5, action="receive_stub", group=f"{group5}-stub",
                              inflight=args.inflight // 8)  # fmt: skip
+                rust5 = f"{group5}-rust"  # the driver's group, reading the same backlog
                 with Admin(ns) as admin:
                     for mq in admin.topic_stats(topics[5]):
                         admin.commit_offset(stub5["group"], mq, 0)
+                        admin.commit_offset(rust5, mq, 0)
                 recvs = [
                     ("receive+ack 5.x (gRPC)", lambda spec=recv5: py5(spec)),
                     ("receive+ack gRPC stub", lambda spec=stub5: py5(spec)),
+                    ("receive+ack Rust driver", lambda g=rust5, t=topics[5]: drive(
+                        "receive", endpoint, topic=t, group=g, seconds=args.seconds,
+                        inflight=args.inflight // 4, messages=args.backlog)),
                     ("consume 4.x (remoting)", lambda t=topics[4]: consume_4x(
                         ns, t, args.seconds, args.backlog)),
                 ]  # fmt: skip
@@ -237,12 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     for a, b, target in (("send 5.x (gRPC)", "send 4.x (remoting)", 0.5),
                          ("send gRPC stub", "send 4.x (remoting)", 0.5),
                          ("receive+ack 5.x (gRPC)", "consume 4.x (remoting)", 0.33),
-                         ("receive+ack gRPC stub", "consume 4.x (remoting)", 0.33)):  # fmt: skip
+                         ("receive+ack gRPC stub", "consume 4.x (remoting)", 0.33),
+                         ("receive+ack Rust driver", "consume 4.x (remoting)", 0.33)):  # fmt: skip
         print(f"{a} / {b}: rate {rate[a] / rate[b]:.2f}, broker messages per CPU second "
               f"{cpu[b] / cpu[a]:.2f} (target >= {target})")  # fmt: skip
     # Two calls per received batch of 32 (receive, ack) at the empty call's cost: what the
     # gRPC path costs per message before any message work, beside the whole 4.x path.
-    floor = 2 * cpu["empty call gRPC stub"] / 32
-    print(f"two empty calls per 32 messages: {floor:.1f} us/msg of broker CPU; the whole 4.x "
-          f"consume path: {cpu['consume 4.x (remoting)']:.1f} us/msg")  # fmt: skip
+    for empty in ("empty call gRPC stub", "empty call Rust driver"):
+        floor = 2 * cpu[empty] / 32
+        print(f"two calls of '{empty}' per 32 messages: {floor:.1f} us/msg of broker CPU; the "
+              f"whole 4.x consume path: {cpu['consume 4.x (remoting)']:.1f} us/msg")  # fmt: skip
     return 0

@@ -1,11 +1,11 @@
-//! Messages between the 5.x protocol and the stored form (RocketMQ proxy's `GrpcConverter`
-//! and its send path): which property each system property becomes, and back.
+//! Messages of the 5.x protocol into the stored form (RocketMQ proxy's `GrpcConverter` and
+//! its send path): which property each system property becomes. The way back, a stored
+//! message as a client receives it, is [`crate::delivered`].
 
 use std::net::SocketAddr;
 
 use rocketpy_protocol::flag::message as sysflag;
 use rocketpy_protocol::message::properties::{self, keys};
-use rocketpy_protocol::message::record::RecordView;
 
 use crate::pb::{self, Code};
 use crate::status::ProxyError;
@@ -76,7 +76,7 @@ pub const RESERVED: &[&str] = &[
 ];
 
 /// The born host property a 5.x message carries.
-const BORN_HOST: &str = "__BORNHOST";
+pub(crate) const BORN_HOST: &str = "__BORNHOST";
 /// Its born time in ms.
 const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
 
@@ -274,124 +274,6 @@ pub fn outgoing(
     })
 }
 
-/// The MD5 of `body` as upper-case hex (what clients check received bodies against).
-pub fn md5_hex(body: &[u8]) -> String {
-    use md5::{Digest, Md5};
-    rocketpy_protocol::message::record::hex_upper(&Md5::digest(body))
-}
-
-/// The text of the hosts of messages converted one after another: a batch's messages share
-/// their store host (and often their born host), so each is written once, not per message.
-#[derive(Debug, Default)]
-pub struct HostTexts {
-    store: LastText<SocketAddr>,
-    born: LastText<std::net::IpAddr>,
-}
-
-/// The text of the last value asked for.
-#[derive(Debug)]
-struct LastText<K>(Option<(K, String)>);
-
-impl<K> Default for LastText<K> {
-    fn default() -> Self {
-        LastText(None)
-    }
-}
-
-impl<K: PartialEq + std::fmt::Display> LastText<K> {
-    fn of(&mut self, key: K) -> String {
-        match &self.0 {
-            Some((k, text)) if *k == key => text.clone(),
-            _ => {
-                let text = key.to_string();
-                self.0.insert((key, text)).1.clone()
-            }
-        }
-    }
-}
-
-/// A stored message as a 5.x client receives it. `topic` is the name the client asked for
-/// (a retried message is stored under its pop retry topic); `receipt_handle` is set for
-/// popped messages; `delivery_attempt` overrides reconsume times + 1 (FIFO counts); `hosts`
-/// remembers host texts from one message to the next.
-pub fn incoming(
-    v: &RecordView<'_>,
-    topic: &pb::Resource,
-    receipt_handle: Option<String>,
-    delivery_attempt: Option<i32>,
-    hosts: &mut HostTexts,
-) -> pb::Message {
-    let mut user = std::collections::HashMap::new();
-    let mut sp = pb::SystemProperties::default();
-    let mut message_type = pb::MessageType::Normal;
-    let mut born_host = None;
-    for (k, val) in properties::pairs(v.properties) {
-        match k {
-            keys::TAGS if !val.is_empty() => sp.tag = Some(val.to_owned()),
-            keys::KEYS => {
-                sp.keys = val
-                    .split(' ')
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            }
-            keys::UNIQ_KEY => sp.message_id = val.to_owned(),
-            keys::TRANSACTION_PREPARED if val == "true" => {
-                message_type = pb::MessageType::Transaction
-            }
-            keys::TIMER_DELIVER_MS => {
-                if let Ok(ms) = val.parse::<i64>() {
-                    sp.delivery_timestamp = Some(timestamp(ms));
-                }
-                message_type = pb::MessageType::Delay;
-            }
-            keys::TIMER_DELAY_SEC | keys::TIMER_DELAY_MS | keys::DELAY_TIME_LEVEL => {
-                message_type = pb::MessageType::Delay
-            }
-            keys::SHARDING_KEY => {
-                sp.message_group = Some(val.to_owned());
-                if message_type == pb::MessageType::Normal {
-                    message_type = pb::MessageType::Fifo;
-                }
-            }
-            keys::TRACE_CONTEXT => sp.trace_context = Some(val.to_owned()),
-            BORN_HOST => born_host = Some(val.to_owned()),
-            _ if RESERVED.contains(&k) => {}
-            _ => {
-                user.insert(k.to_owned(), val.to_owned());
-            }
-        }
-    }
-    if sp.message_id.is_empty() {
-        sp.message_id =
-            rocketpy_protocol::message::record::offset_msg_id(&v.store_host, v.physical_offset);
-    }
-    sp.body_digest = Some(pb::Digest {
-        r#type: pb::DigestType::Md5 as i32,
-        checksum: md5_hex(v.body),
-    });
-    sp.body_encoding = if v.sys_flag & sysflag::COMPRESSED != 0 {
-        pb::Encoding::Gzip
-    } else {
-        pb::Encoding::Identity
-    } as i32;
-    sp.message_type = message_type as i32;
-    sp.born_timestamp = Some(timestamp(v.born_timestamp));
-    sp.born_host = born_host.unwrap_or_else(|| hosts.born.of(v.born_host.ip()));
-    sp.store_timestamp = Some(timestamp(v.store_timestamp));
-    sp.store_host = hosts.store.of(v.store_host);
-    sp.queue_id = v.queue_id;
-    sp.queue_offset = Some(v.queue_offset);
-    sp.delivery_attempt = Some(delivery_attempt.unwrap_or(v.reconsume_times + 1));
-    sp.receipt_handle = receipt_handle;
-    pb::Message {
-        topic: Some(topic.clone()),
-        user_properties: user,
-        system_properties: Some(sp),
-        body: v.body.to_vec(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,10 +347,5 @@ mod tests {
             outgoing(&m, None, 0, 5000).unwrap_err().code,
             Code::IllegalDeliveryTime
         );
-    }
-
-    #[test]
-    fn digests_are_upper_case_md5() {
-        assert_eq!(md5_hex(b""), "D41D8CD98F00B204E9800998ECF8427E");
     }
 }

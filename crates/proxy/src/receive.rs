@@ -17,9 +17,11 @@ use rocketpy_protocol::subscription::tags_of;
 
 use crate::clients::remote::recent_group_settings;
 use crate::context::Context;
-use crate::convert::{duration_ms, incoming, timestamp, HostTexts};
+use crate::convert::{duration_ms, timestamp};
+use crate::delivered::{Delivery, HostTexts};
 use crate::handle::{Fields, ReceiptHandle};
 use crate::pb::{self, Code};
+use crate::receive_response::{Content, EncodedMessage, ReceiveMessageResponse};
 use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
 
@@ -98,8 +100,8 @@ pub async fn query_assignment(
 pub struct Received {
     /// OK, MESSAGE_NOT_FOUND, or why nothing could be read.
     pub status: pb::Status,
-    /// The messages.
-    pub messages: Vec<pb::Message>,
+    /// The messages, encoded.
+    pub messages: Vec<EncodedMessage>,
 }
 
 /// Handles ReceiveMessage up to the point of streaming: pops, converts, and moves to the
@@ -129,7 +131,7 @@ async fn pop(
     proxy: &ProxyInner,
     ctx: &Context,
     req: pb::ReceiveMessageRequest,
-) -> Result<Vec<pb::Message>, ProxyError> {
+) -> Result<Vec<EncodedMessage>, ProxyError> {
     let cfg = &proxy.config;
     let mq = req
         .message_queue
@@ -229,6 +231,8 @@ async fn pop(
     };
     let mut out = Vec::with_capacity(records.len());
     let mut hosts = HostTexts::default();
+    // The batch's messages are encoded one after another into one buffer.
+    let (mut scratch, mut encoded) = (Vec::new(), bytes::BytesMut::new());
     for v in &records {
         let handle_text = match properties::find(v.properties, keys::POP_CK) {
             Some(ck) => ReceiptHandle::text(ck, v.physical_offset),
@@ -283,13 +287,18 @@ async fn pop(
             let key = (ctx.client_id.clone(), group.clone(), message_id_of(v));
             proxy.renewals.add(key, &topic, &handle_text);
         }
-        out.push(incoming(
+        let delivery = Delivery {
+            topic: &topic_res,
+            receipt_handle: Some(&handle_text),
+            delivery_attempt: Some(attempt),
+        };
+        out.push(EncodedMessage(crate::delivered::encode(
             v,
-            &topic_res,
-            Some(handle_text),
-            Some(attempt),
+            delivery,
             &mut hosts,
-        ));
+            &mut scratch,
+            &mut encoded,
+        )));
     }
     Ok(out)
 }
@@ -452,11 +461,9 @@ pub async fn forward_dlq(
 }
 
 /// The stream's last response: the time the answer was made.
-pub fn delivery_timestamp(now: i64) -> pb::ReceiveMessageResponse {
-    pb::ReceiveMessageResponse {
-        content: Some(pb::receive_message_response::Content::DeliveryTimestamp(
-            timestamp(now),
-        )),
+pub fn delivery_timestamp(now: i64) -> ReceiveMessageResponse {
+    ReceiveMessageResponse {
+        content: Some(Content::DeliveryTimestamp(timestamp(now))),
     }
 }
 

@@ -19,6 +19,7 @@ use crate::context::Context;
 use crate::convert::wrap;
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::{self, Code};
+use crate::receive_response::{Content, ReceiveMessageResponse};
 use crate::state::ProxyInner;
 use crate::status::{ok, status, ProxyError};
 use crate::{receive, send, transaction};
@@ -174,7 +175,7 @@ impl MessagingService for Service {
         respond(receive::query_assignment(&self.inner, request.into_inner()).await)
     }
 
-    type ReceiveMessageStream = BoxStream<pb::ReceiveMessageResponse>;
+    type ReceiveMessageStream = BoxStream<ReceiveMessageResponse>;
 
     async fn receive_message(
         &self,
@@ -182,8 +183,8 @@ impl MessagingService for Service {
     ) -> Result<Response<Self::ReceiveMessageStream>, GrpcStatus> {
         let status_only = |s: pb::Status| -> Self::ReceiveMessageStream {
             let items = vec![
-                Ok(pb::ReceiveMessageResponse {
-                    content: Some(pb::receive_message_response::Content::Status(s)),
+                Ok(ReceiveMessageResponse {
+                    content: Some(Content::Status(s)),
                 }),
                 Ok(receive::delivery_timestamp(self.inner.now_millis())),
             ];
@@ -201,14 +202,12 @@ impl MessagingService for Service {
         self.inner.clients.touch(&ctx.client_id);
         let received = receive::receive(&self.inner, &ctx, request.into_inner()).await;
         let mut items = Vec::with_capacity(received.messages.len() + 2);
-        items.push(Ok(pb::ReceiveMessageResponse {
-            content: Some(pb::receive_message_response::Content::Status(
-                received.status,
-            )),
+        items.push(Ok(ReceiveMessageResponse {
+            content: Some(Content::Status(received.status)),
         }));
         items.extend(received.messages.into_iter().map(|m| {
-            Ok(pb::ReceiveMessageResponse {
-                content: Some(pb::receive_message_response::Content::Message(m)),
+            Ok(ReceiveMessageResponse {
+                content: Some(Content::Message(m)),
             })
         }));
         items.push(Ok(receive::delivery_timestamp(self.inner.now_millis())));

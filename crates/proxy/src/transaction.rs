@@ -16,7 +16,8 @@ use rocketpy_protocol::message::record::{self, Decoded};
 use rocketpy_protocol::RemotingCommand;
 use rocketpy_remoting::{Connection, Reply, RequestHandler};
 
-use crate::convert::{incoming, wrap};
+use crate::convert::wrap;
+use crate::delivered::{incoming, Delivery};
 use crate::pb::{self, Code};
 use crate::state::ProxyInner;
 use crate::status::{ok, ProxyError};
@@ -195,7 +196,12 @@ fn relay_check(proxy: &ProxyInner, broker_addr: &str, request: &RemotingCommand)
         resource_namespace: String::new(),
         name: topic.to_owned(),
     };
-    let mut message = incoming(&v, &resource, None, None, &mut Default::default());
+    let delivery = Delivery {
+        topic: &resource,
+        receipt_handle: None,
+        delivery_attempt: None,
+    };
+    let mut message = incoming(&v, delivery, &mut Default::default());
     if let Some(sp) = message.system_properties.as_mut() {
         sp.message_type = pb::MessageType::Transaction as i32;
     }

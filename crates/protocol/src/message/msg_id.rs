@@ -83,7 +83,7 @@ pub fn hex_upper(raw: &[u8]) -> String {
 
 /// Writes the uppercase hex of `raw` at the start of `out` (at least twice as long); returns
 /// the digits written.
-fn hex_into(raw: &[u8], out: &mut [u8]) -> usize {
+pub fn hex_into(raw: &[u8], out: &mut [u8]) -> usize {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for (pair, b) in out.chunks_exact_mut(2).zip(raw) {
         pair[0] = HEX[(b >> 4) as usize];

@@ -5,8 +5,6 @@
 //! ACK_MESSAGE per entry. One record in the broker's revive log per pop instead of one per
 //! message is what makes acking a received batch cheap.
 
-use std::collections::HashMap;
-
 use rocketpy_protocol::body::batch_ack::{AckBits, BatchAck, BatchAckMessageRequestBody};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::AckMessageRequestHeader;
@@ -41,12 +39,12 @@ pub(crate) async fn ack_one(
     topic: &str,
     handle: &ReceiptHandle,
 ) -> Result<(), ProxyError> {
-    let addr = proxy.routes.master(&handle.broker_name, topic).await?;
+    let addr = proxy.routes.master(handle.broker_name(), topic).await?;
     let header = AckMessageRequestHeader {
         consumer_group: group.to_owned(),
         topic: handle.real_topic(topic, group),
         queue_id: handle.queue_id,
-        extra_info: handle.extra_info.clone(),
+        extra_info: handle.extra_info().to_owned(),
         offset: handle.queue_offset,
     };
     let req = crate::request::remoting_request(request::ACK_MESSAGE).with_header(&header);
@@ -84,32 +82,35 @@ async fn ack_batch(
 ) -> Batch {
     // One entry per pop, as RocketMQ's client merges them: retry flag, queue, first offset,
     // pop time.
+    // A batch holds a few pops (usually one): a scan finds a handle's, no hashing.
     let mut pops: Vec<(BatchAck, Vec<usize>)> = Vec::new();
-    let mut index: HashMap<(&str, i32, i64, i64), usize> = HashMap::new();
     for h in handles {
-        let merge = (
-            h.topic_type.as_str(),
-            h.queue_id,
-            h.start_offset,
-            h.pop_time,
-        );
-        let at = *index.entry(merge).or_insert_with(|| {
-            pops.push((
-                BatchAck {
-                    consumer_group: group.to_owned(),
-                    topic: topic.to_owned(),
-                    retry: h.topic_type.clone(),
-                    start_offset: h.start_offset,
-                    queue_id: h.queue_id,
-                    revive_queue_id: h.revive_qid,
-                    pop_time: h.pop_time,
-                    invisible_time: h.invisible_time,
-                    bit_set: AckBits::default(),
-                },
-                Vec::new(),
-            ));
-            pops.len() - 1
-        });
+        let same = |a: &BatchAck| {
+            a.retry == h.topic_type()
+                && a.queue_id == h.queue_id
+                && a.start_offset == h.start_offset
+                && a.pop_time == h.pop_time
+        };
+        let at = match pops.iter().position(|(a, _)| same(a)) {
+            Some(at) => at,
+            None => {
+                pops.push((
+                    BatchAck {
+                        consumer_group: group.to_owned(),
+                        topic: topic.to_owned(),
+                        retry: h.topic_type().to_owned(),
+                        start_offset: h.start_offset,
+                        queue_id: h.queue_id,
+                        revive_queue_id: h.revive_qid,
+                        pop_time: h.pop_time,
+                        invisible_time: h.invisible_time,
+                        bit_set: AckBits::default(),
+                    },
+                    Vec::new(),
+                ));
+                pops.len() - 1
+            }
+        };
         pops[at].1.push((h.queue_offset - h.start_offset) as usize);
     }
     let body = BatchAckMessageRequestBody {
@@ -173,19 +174,24 @@ pub async fn ack(
         };
     let mut results: Vec<Option<Result<(), ProxyError>>> = vec![None; req.entries.len()];
     let mut handles: Vec<(usize, ReceiptHandle)> = Vec::new();
+    let now = proxy.now_millis();
     for (i, e) in req.entries.iter().enumerate() {
         let latest = proxy
             .renewals
             .take(&ctx.client_id, &group, &e.message_id, &e.receipt_handle);
-        match valid_handle(&latest, proxy.now_millis()) {
+        match valid_handle(&latest, now) {
             Ok(h) => handles.push((i, h)),
             Err(err) => results[i] = Some(Err(err)),
         }
     }
-    let mut per_broker: HashMap<&str, Vec<(usize, &ReceiptHandle)>> = HashMap::new();
+    // Entries by broker, in the order brokers first appear (a few brokers at most).
+    let mut per_broker: Vec<(&str, Vec<(usize, &ReceiptHandle)>)> = Vec::new();
     for (i, h) in &handles {
         if batchable(h) {
-            per_broker.entry(&h.broker_name).or_default().push((*i, h));
+            match per_broker.iter_mut().find(|(b, _)| *b == h.broker_name()) {
+                Some((_, entries)) => entries.push((*i, h)),
+                None => per_broker.push((h.broker_name(), vec![(*i, h)])),
+            }
         } else {
             results[*i] = Some(ack_one(proxy, &group, &topic, h).await);
         }

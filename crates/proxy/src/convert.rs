@@ -20,60 +20,67 @@ const MAX_USER_PROPERTIES: usize = 128;
 const MAX_MESSAGE_GROUP: usize = 64;
 
 /// Property names the broker and clients reserve (`MessageConst.STRING_HASH_SET`): a user
-/// property may not use them, and on the way back they are not user properties.
+/// property may not use them, and on the way back they are not user properties. Sorted
+/// (byte order), for [`is_reserved`]'s binary search.
 pub const RESERVED: &[&str] = &[
-    "TRACE_ON",
-    "MSG_REGION",
-    "KEYS",
-    "TAGS",
-    "WAIT",
-    "DELAY",
-    "RETRY_TOPIC",
-    "REAL_TOPIC",
-    "REAL_QID",
-    "TRAN_MSG",
-    "PGROUP",
-    "MIN_OFFSET",
-    "MAX_OFFSET",
-    "BUYER_ID",
-    "ORIGIN_MESSAGE_ID",
-    "TRANSFER_FLAG",
-    "CORRECTION_FLAG",
-    "MQ2_FLAG",
-    "RECONSUME_TIME",
-    "UNIQ_KEY",
-    "MAX_RECONSUME_TIMES",
-    "CONSUME_START_TIME",
-    "POP_CK",
-    "POP_CK_OFFSET",
     "1ST_POP_TIME",
-    "TRAN_PREPARED_QUEUE_OFFSET",
+    "ARRIVE_TIME",
+    "BORN_TIMESTAMP",
+    "BUYER_ID",
+    "CLUSTER",
+    "CONSUME_START_TIME",
+    "CORRECTION_FLAG",
+    "CORRELATION_ID",
+    "DELAY",
+    "DLQ_ORIGIN_MESSAGE_ID",
+    "DLQ_ORIGIN_TOPIC",
     "DUP_INFO",
     "EXTEND_UNIQ_INFO",
-    "INSTANCE_ID",
-    "CORRELATION_ID",
-    "REPLY_TO_CLIENT",
-    "TTL",
-    "ARRIVE_TIME",
-    "PUSH_REPLY_TIME",
-    "CLUSTER",
-    "MSG_TYPE",
     "INNER_MULTI_QUEUE_OFFSET",
+    "INSTANCE_ID",
+    "KEYS",
+    "MAX_OFFSET",
+    "MAX_RECONSUME_TIMES",
+    "MIN_OFFSET",
+    "MQ2_FLAG",
+    "MSG_REGION",
+    "MSG_TYPE",
+    "ORIGIN_MESSAGE_ID",
+    "PGROUP",
+    "POP_CK",
+    "POP_CK_OFFSET",
+    "PUSH_REPLY_TIME",
+    "REAL_QID",
+    "REAL_TOPIC",
+    "RECONSUME_TIME",
+    "REPLY_TO_CLIENT",
+    "RETRY_TOPIC",
+    "TAGS",
+    "TIMER_DELAY_LEVEL",
     "TIMER_DELAY_MS",
     "TIMER_DELAY_SEC",
     "TIMER_DELIVER_MS",
-    "TIMER_ENQUEUE_MS",
-    "TIMER_DEQUEUE_MS",
-    "TIMER_ROLL_TIMES",
-    "TIMER_OUT_MS",
     "TIMER_DEL_UNIQKEY",
-    "TIMER_DELAY_LEVEL",
+    "TIMER_DEQUEUE_MS",
+    "TIMER_ENQUEUE_MS",
+    "TIMER_OUT_MS",
+    "TIMER_ROLL_TIMES",
+    "TRACE_ON",
+    "TRANSFER_FLAG",
+    "TRAN_MSG",
+    "TRAN_PREPARED_QUEUE_OFFSET",
+    "TTL",
+    "UNIQ_KEY",
+    "WAIT",
     "__BORNHOST",
-    "BORN_TIMESTAMP",
-    "DLQ_ORIGIN_TOPIC",
-    "DLQ_ORIGIN_MESSAGE_ID",
     "__CRC32#",
 ];
+
+/// Whether `name` is a reserved property name (every received message's properties are
+/// checked: a binary search, not a scan of the list).
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.binary_search(&name).is_ok()
+}
 
 /// The born host property a 5.x message carries.
 pub(crate) const BORN_HOST: &str = "__BORNHOST";
@@ -182,7 +189,7 @@ pub fn outgoing(
     let mut user: Vec<(&String, &String)> = m.user_properties.iter().collect();
     user.sort();
     for (k, v) in user {
-        if k.is_empty() || RESERVED.contains(&k.as_str()) {
+        if k.is_empty() || is_reserved(k) {
             return Err(bad(
                 Code::IllegalMessagePropertyKey,
                 format!("property key {k:?} is reserved or empty"),
@@ -315,6 +322,13 @@ mod tests {
             out.sys_flag & sysflag::TRANSACTION_PREPARED_TYPE,
             sysflag::TRANSACTION_PREPARED_TYPE
         );
+    }
+
+    #[test]
+    fn reserved_names_are_sorted_for_the_search() {
+        assert!(RESERVED.windows(2).all(|w| w[0] < w[1]));
+        assert!(RESERVED.iter().all(|n| is_reserved(n)));
+        assert!(!is_reserved("color") && !is_reserved("") && !is_reserved("TAG"));
     }
 
     #[test]

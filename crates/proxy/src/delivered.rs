@@ -18,7 +18,7 @@ use rocketpy_protocol::message::msg_id::{hex_into, push_offset_msg_id};
 use rocketpy_protocol::message::properties::{self, keys};
 use rocketpy_protocol::message::record::RecordView;
 
-use crate::convert::{timestamp, BORN_HOST, RESERVED};
+use crate::convert::{is_reserved, timestamp, BORN_HOST};
 use crate::pb;
 
 /// The MD5 of `body` as upper-case hex (what clients check received bodies against).
@@ -128,7 +128,7 @@ pub fn encode(
             }
             keys::TRACE_CONTEXT => trace = Some(val),
             BORN_HOST => born_host = Some(val),
-            _ if RESERVED.contains(&k) => {}
+            _ if is_reserved(k) => {}
             _ => user.push((k, val)),
         }
     }

@@ -6,11 +6,15 @@
 
 use rocketpy_protocol::topic::pop_real_topic;
 
-/// A parsed receipt handle.
+/// A parsed receipt handle. Its text fields are kept as positions in one copy of the
+/// POP_CK text (one allocation per acked message, not three).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiptHandle {
     /// The POP_CK text (the first eight fields).
-    pub extra_info: String,
+    extra: String,
+    /// Where `topic_type` and `broker_name` are in `extra`.
+    topic_type_at: std::ops::Range<usize>,
+    broker_name_at: std::ops::Range<usize>,
     /// First offset of the checkpoint.
     pub start_offset: i64,
     /// When the message was popped (ms).
@@ -19,10 +23,6 @@ pub struct ReceiptHandle {
     pub invisible_time: i64,
     /// Revive queue (999: FIFO).
     pub revive_qid: i32,
-    /// "0" the topic itself, "1"/"2" its pop retry topic.
-    pub topic_type: String,
-    /// The broker holding the message.
-    pub broker_name: String,
     /// Its queue.
     pub queue_id: i32,
     /// Its queue offset.
@@ -33,7 +33,7 @@ pub struct ReceiptHandle {
 
 impl ReceiptHandle {
     /// Parses a handle; None when it is not one. (Called for every acked message: it
-    /// splits in place, allocating only the three strings it keeps.)
+    /// splits in place and copies only the POP_CK text.)
     pub fn parse(text: &str) -> Option<ReceiptHandle> {
         let (extra, commit_log_offset) = text.rsplit_once(' ')?;
         let mut f = extra.split(' ');
@@ -49,18 +49,38 @@ impl ReceiptHandle {
         if next().is_some() {
             return None;
         }
+        // Both are slices of `extra`: their positions in it.
+        let at = |part: &str| {
+            let start = part.as_ptr() as usize - extra.as_ptr() as usize;
+            start..start + part.len()
+        };
         Some(ReceiptHandle {
-            extra_info: extra.to_owned(),
+            topic_type_at: at(topic_type),
+            broker_name_at: at(broker_name),
+            extra: extra.to_owned(),
             start_offset,
             pop_time,
             invisible_time,
             revive_qid,
-            topic_type: topic_type.to_owned(),
-            broker_name: broker_name.to_owned(),
             queue_id,
             queue_offset,
             commit_log_offset: commit_log_offset.parse().ok()?,
         })
+    }
+
+    /// The POP_CK text (the first eight fields).
+    pub fn extra_info(&self) -> &str {
+        &self.extra
+    }
+
+    /// "0" the topic itself, "1"/"2" its pop retry topic.
+    pub fn topic_type(&self) -> &str {
+        &self.extra[self.topic_type_at.clone()]
+    }
+
+    /// The broker holding the message.
+    pub fn broker_name(&self) -> &str {
+        &self.extra[self.broker_name_at.clone()]
     }
 
     /// The handle of a message with POP_CK `extra_info` at `commit_log_offset`.
@@ -79,7 +99,7 @@ impl ReceiptHandle {
     /// The topic the broker knows the message under: `topic` itself, or `group`'s pop retry
     /// topic of it.
     pub fn real_topic(&self, topic: &str, group: &str) -> String {
-        pop_real_topic(topic, group, &self.topic_type).unwrap_or_else(|| topic.to_owned())
+        pop_real_topic(topic, group, self.topic_type()).unwrap_or_else(|| topic.to_owned())
     }
 
     /// The handle after an invisible-time change answered with `pop_time` and
@@ -95,8 +115,8 @@ impl ReceiptHandle {
             pop_time,
             invisible_time,
             revive_qid: self.revive_qid,
-            topic_type: &self.topic_type,
-            broker_name: &self.broker_name,
+            topic_type: self.topic_type(),
+            broker_name: self.broker_name(),
             queue_id: self.queue_id,
             queue_offset: self.queue_offset,
             commit_log_offset: self.commit_log_offset,
@@ -162,7 +182,8 @@ mod tests {
     fn handles_round_trip_and_name_their_topic() {
         let text = ReceiptHandle::text("3 1000 60000 2 1 broker-a 0 5", 4096);
         let h = ReceiptHandle::parse(&text).unwrap();
-        assert_eq!(h.extra_info, "3 1000 60000 2 1 broker-a 0 5");
+        assert_eq!(h.extra_info(), "3 1000 60000 2 1 broker-a 0 5");
+        assert_eq!((h.topic_type(), h.broker_name()), ("1", "broker-a"));
         assert_eq!((h.queue_offset, h.commit_log_offset), (5, 4096));
         assert_eq!(h.real_topic("T", "g"), "%RETRY%g_T");
         assert!(h.expired(61000) && !h.expired(60999));
@@ -193,10 +214,7 @@ mod tests {
             ReceiptHandle::text("-3 1000 60000 2 0 broker-a 0 5", 4096)
         );
         let h = ReceiptHandle::parse(&text).unwrap();
-        assert_eq!(
-            (h.start_offset, h.revive_qid, h.topic_type.as_str()),
-            (-3, 2, "0")
-        );
+        assert_eq!((h.start_offset, h.revive_qid, h.topic_type()), (-3, 2, "0"));
         assert_eq!(
             (h.queue_id, h.queue_offset, h.commit_log_offset),
             (0, 5, 4096)

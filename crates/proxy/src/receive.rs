@@ -370,12 +370,12 @@ pub async fn change_invisible(
                 format!("the invisible time {ms} ms is out of range"),
             ));
         }
-        let addr = proxy.routes.master(&handle.broker_name, &topic).await?;
+        let addr = proxy.routes.master(handle.broker_name(), &topic).await?;
         let header = ChangeInvisibleTimeRequestHeader {
             consumer_group: group.clone(),
             topic: handle.real_topic(&topic, &group),
             queue_id: handle.queue_id,
-            extra_info: handle.extra_info.clone(),
+            extra_info: handle.extra_info().to_owned(),
             offset: handle.queue_offset,
             invisible_time: ms,
         };
@@ -414,7 +414,7 @@ async fn forward_to_dlq(
     handle: &ReceiptHandle,
     message_id: &str,
 ) -> Result<(), ProxyError> {
-    let addr = proxy.routes.master(&handle.broker_name, topic).await?;
+    let addr = proxy.routes.master(handle.broker_name(), topic).await?;
     let header = ConsumerSendMsgBackRequestHeader {
         offset: handle.commit_log_offset,
         group: group.to_owned(),

@@ -26,14 +26,14 @@ pub async fn renew_due(proxy: &ProxyInner) {
             continue;
         };
         let group = &key.1;
-        let Ok(addr) = proxy.routes.master(&h.broker_name, &r.topic).await else {
+        let Ok(addr) = proxy.routes.master(h.broker_name(), &r.topic).await else {
             continue;
         };
         let header = ChangeInvisibleTimeRequestHeader {
             consumer_group: group.clone(),
             topic: h.real_topic(&r.topic, group),
             queue_id: h.queue_id,
-            extra_info: h.extra_info.clone(),
+            extra_info: h.extra_info().to_owned(),
             offset: h.queue_offset,
             invisible_time: invisible,
         };

@@ -5,6 +5,8 @@
 //! - `receive`: `--inflight` loops, each receiving `--batch` messages from one of the
 //!   topic's queues (QueryAssignment's) and acking them with one AckMessage, until
 //!   `--seconds` pass or `--messages` are acked (a backlog read to its end);
+//!   `--ack no` leaves the messages unacked (they come back after their 30 s invisible
+//!   time): the receive's share of the cost;
 //! - `empty`: `--inflight` loops of Heartbeat, a call that asks the server for nothing.
 //!
 //! Prints one JSON line: `{"count": calls or messages, "seconds": ..., "cpu_seconds": this
@@ -32,6 +34,7 @@ struct Args {
     seconds: f64,
     batch: i32,
     messages: u64,
+    ack: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -49,6 +52,7 @@ fn parse_args() -> Result<Args, String> {
         seconds: 5.0,
         batch: 32,
         messages: u64::MAX,
+        ack: true,
     };
     while let Some(flag) = it.next() {
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -60,6 +64,13 @@ fn parse_args() -> Result<Args, String> {
             "--seconds" => a.seconds = value.parse().map_err(|e| bad(&e))?,
             "--batch" => a.batch = value.parse().map_err(|e| bad(&e))?,
             "--messages" => a.messages = value.parse().map_err(|e| bad(&e))?,
+            "--ack" => {
+                a.ack = match value.as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(format!("--ack {value}: yes or no")),
+                }
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -140,6 +151,11 @@ async fn receive_loop(
             continue;
         }
         let n = entries.len() as u64;
+        if !a.ack {
+            count += n;
+            acked.fetch_add(n, Ordering::Relaxed);
+            continue;
+        }
         let ack = pb::AckMessageRequest {
             group: resource(&a.group),
             topic: resource(&a.topic),

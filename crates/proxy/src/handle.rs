@@ -153,18 +153,23 @@ impl Fields<'_> {
     /// without `fmt` (this runs for every received message).
     pub fn text(&self) -> String {
         let mut out = String::with_capacity(96 + self.broker_name.len());
+        self.write(&mut out);
+        out
+    }
+
+    /// Appends [`Fields::text`] to `out` (a receive writes its handles into one buffer).
+    pub fn write(&self, out: &mut String) {
         out.push_str(itoa::Buffer::new().format(self.start_offset));
-        push_field(&mut out, self.pop_time);
-        push_field(&mut out, self.invisible_time);
-        push_field(&mut out, self.revive_qid);
+        push_field(out, self.pop_time);
+        push_field(out, self.invisible_time);
+        push_field(out, self.revive_qid);
         out.push(' ');
         out.push_str(self.topic_type);
         out.push(' ');
         out.push_str(self.broker_name);
-        push_field(&mut out, self.queue_id);
-        push_field(&mut out, self.queue_offset);
-        push_field(&mut out, self.commit_log_offset);
-        out
+        push_field(out, self.queue_id);
+        push_field(out, self.queue_offset);
+        push_field(out, self.commit_log_offset);
     }
 }
 

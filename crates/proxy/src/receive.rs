@@ -233,9 +233,12 @@ async fn pop(
     let mut hosts = HostTexts::default();
     // The batch's messages are encoded one after another into one buffer.
     let (mut scratch, mut encoded) = (Vec::new(), bytes::BytesMut::new());
+    // Each message's receipt handle is written here (the encoder copies it out).
+    let mut handle_text = String::new();
     for v in &records {
-        let handle_text = match properties::find(v.properties, keys::POP_CK) {
-            Some(ck) => ReceiptHandle::text(ck, v.physical_offset),
+        handle_text.clear();
+        match properties::find(v.properties, keys::POP_CK) {
+            Some(ck) => handle_text.push_str(&ReceiptHandle::text(ck, v.physical_offset)),
             None => {
                 let start = starts
                     .iter()
@@ -252,9 +255,9 @@ async fn pop(
                     queue_offset: v.queue_offset,
                     commit_log_offset: v.physical_offset,
                 }
-                .text()
+                .write(&mut handle_text)
             }
-        };
+        }
         let attempt = if fifo {
             1 + counts
                 .iter()

@@ -114,8 +114,16 @@ pub fn start_offset_entry(topic: &str, queue_id: i32, start: i64) -> String {
 
 /// A `msgOffsetInfo` entry.
 pub fn msg_offset_entry(topic: &str, queue_id: i32, offsets: &[i64]) -> String {
-    let list: Vec<String> = offsets.iter().map(i64::to_string).collect();
-    format!("{} {queue_id} {}", retry_flag(topic), list.join(","))
+    // Every pop writes one, with an offset per message: one string, no string per offset.
+    let mut out = String::with_capacity(16 + offsets.len() * 8);
+    out.push_str(&format!("{} {queue_id} ", retry_flag(topic)));
+    for (i, o) in offsets.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        std::fmt::Write::write_fmt(&mut out, format_args!("{o}")).expect("a String takes it");
+    }
+    out
 }
 
 /// Parses `startOffsetInfo` or `msgOffsetInfo` into `(retryFlag, queueId, value)`.

@@ -187,8 +187,8 @@ pub fn encode(
     }
 
     // Message: topic, user properties, system properties, body.
-    let topic_len = str_len(1, &d.topic.resource_namespace, true) + str_len(2, &d.topic.name, true);
-    let entry_len = |k: &str, v: &str| str_len(1, k, true) + str_len(2, v, true);
+    let topic_len = str_len(1, &d.topic.resource_namespace) + str_len(2, &d.topic.name);
+    let entry_len = |k: &str, v: &str| str_len(1, k) + str_len(2, v);
     out.reserve(
         field_len(1, topic_len)
             + user
@@ -218,9 +218,9 @@ fn field_len(tag: u32, len: usize) -> usize {
     prost::encoding::key_len(tag) + encoded_len_varint(len as u64) + len
 }
 
-/// Bytes of a string field (none for an empty one, when `skip_empty`).
-fn str_len(tag: u32, s: &str, skip_empty: bool) -> usize {
-    if s.is_empty() && skip_empty {
+/// Bytes of a string field written by [`put_str_nonempty`] (none for an empty one).
+fn str_len(tag: u32, s: &str) -> usize {
+    if s.is_empty() {
         0
     } else {
         field_len(tag, s.len())

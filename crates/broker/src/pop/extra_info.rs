@@ -114,14 +114,12 @@ pub fn start_offset_entry(topic: &str, queue_id: i32, start: i64) -> String {
 
 /// A `msgOffsetInfo` entry.
 pub fn msg_offset_entry(topic: &str, queue_id: i32, offsets: &[i64]) -> String {
+    use std::fmt::Write;
     // Every pop writes one, with an offset per message: one string, no string per offset.
     let mut out = String::with_capacity(16 + offsets.len() * 8);
-    out.push_str(&format!("{} {queue_id} ", retry_flag(topic)));
+    let _ = write!(out, "{} {queue_id} ", retry_flag(topic)); // a String takes every write
     for (i, o) in offsets.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        std::fmt::Write::write_fmt(&mut out, format_args!("{o}")).expect("a String takes it");
+        let _ = write!(out, "{}{o}", if i > 0 { "," } else { "" });
     }
     out
 }

@@ -86,10 +86,14 @@ def test_a_simple_consumer_receives_what_rocketpy_sent(
 ):
     topic = "RocketpyToPy5"
     create(cluster5, topic)
+    sent_at = int(time.time() * 1000)
     with Producer("rocketpy-to-py5", cluster5.namesrv) as p:
-        for i in range(6):
-            p.send(Message(topic, f"r-{i}".encode(), tags="T4", keys=f"key-{i}",
-                           properties={"origin": "rocketpy"}))  # fmt: skip
+        sent = [
+            Message(topic, f"r-{i}".encode(), tags="T4", keys=f"key-{i}",
+                    properties={"origin": "rocketpy"})
+            for i in range(6)
+        ]  # fmt: skip
+        ids = [p.send(m).msg_id for m in sent]
     c = py5(
         peers, tmp_path, action="simple_consume", endpoint=cluster5.grpc, group="py5-simple",
         topic=topic, count=6, invisible_s=2, hold=["r-2"], extend=["r-3"], extend_s=1,
@@ -108,6 +112,9 @@ def test_a_simple_consumer_receives_what_rocketpy_sent(
         assert (first["topic"], first["tag"], first["keys"]) == (topic, "T4", [f"key-{i}"])
         assert first["properties"].get("origin") == "rocketpy"
         assert not first["corrupted"], "the body digest checks out"
+        assert first["message_id"] == ids[int(i)], "the producer's UNIQ_KEY"
+        assert first["born_host"] == "127.0.0.1", "the producer's address, without its port"
+        assert abs(first["born_timestamp"] - sent_at) < 60_000, first["born_timestamp"]
         assert [d["delivery_attempt"] for d in deliveries][:2] == (
             [1, 2] if body in ("r-2", "r-3") else [1]
         ), body

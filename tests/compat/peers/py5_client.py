@@ -75,6 +75,8 @@ def describe(m: Message) -> dict[str, Any]:
         "delivery_attempt": m.delivery_attempt,
         "delivery_timestamp": m.delivery_timestamp,
         "corrupted": m.corrupted,
+        "born_host": m.born_host,
+        "born_timestamp": m.born_timestamp,
     }
 
 

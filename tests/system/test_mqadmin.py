@@ -302,3 +302,16 @@ def test_errors_are_one_line_without_traceback(shared_dev, tmp_path):
         assert len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, (args, r.stderr)
         assert "Traceback" not in r.stderr
     assert "consumerProgress" in cli("-h").stdout
+
+
+def test_a_created_topic_is_routed_when_the_answer_comes(shared_dev):
+    """As RocketMQ's broker, UPDATE_AND_CREATE_TOPIC is answered once the name servers know
+    the topic: a producer right after `updateTopic` gets its route, not the TBW102
+    template's queues (which a one-queue topic refuses)."""
+    with Admin(shared_dev.namesrv) as admin:
+        for i in range(10):
+            topic = f"RoutedAtOnce{i}"
+            admin.create_topic(topic, queues=1)
+            route = admin.topic_route(topic)
+            assert route is not None, f"{topic} has no route right after its creation"
+            assert [q.write_queue_nums for q in route.queue_datas] == [1]

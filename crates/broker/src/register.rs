@@ -16,6 +16,55 @@ use rocketpy_protocol::RemotingCommand;
 use crate::state::BrokerInner;
 use rocketpy_remoting::lifecycle::{stopped, Stop};
 
+/// Asks the registration task to register at once, and lets whoever asked wait until a
+/// registration that began after the ask has ended: RocketMQ's broker answers a topic update
+/// only once the name servers know it, so a producer right after `updateTopic` finds its
+/// route (not the TBW102 template's queues).
+#[derive(Debug)]
+pub struct RegisterNow {
+    notify: tokio::sync::Notify,
+    /// Registrations begun, and the last one ended (their numbers).
+    begun: std::sync::atomic::AtomicU64,
+    ended: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for RegisterNow {
+    fn default() -> Self {
+        RegisterNow {
+            notify: tokio::sync::Notify::new(),
+            begun: Default::default(),
+            ended: tokio::sync::watch::Sender::new(0),
+        }
+    }
+}
+
+impl RegisterNow {
+    /// Asks for a registration now.
+    pub fn notify_one(&self) {
+        self.notify.notify_one();
+    }
+
+    /// Asks for a registration now; the future ends when one that began after this call has
+    /// ended, or after `timeout`.
+    pub fn registered(&self, timeout: Duration) -> impl std::future::Future<Output = ()> {
+        // A registration that begins between the change and this read may be counted as
+        // one that began before: then the next one is waited for (the ask ensures it).
+        let want = self.begun.load(std::sync::atomic::Ordering::SeqCst) + 1;
+        let mut ended = self.ended.subscribe();
+        self.notify.notify_one();
+        async move {
+            let _ = tokio::time::timeout(timeout, ended.wait_for(|n| *n >= want)).await;
+        }
+    }
+
+    /// The registration task's side: one registration, numbered.
+    async fn run<F: std::future::Future<Output = ()>>(&self, registration: F) {
+        let n = self.begun.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        registration.await;
+        self.ended.send_modify(|e| *e = (*e).max(n));
+    }
+}
+
 fn register_request(broker: &BrokerInner, broker_id: i64) -> Option<RemotingCommand> {
     let mut topics = broker.topics.snapshot();
     topics.data_version.state_version = broker.state_version();
@@ -199,9 +248,9 @@ pub async fn registration_loop(broker: Arc<BrokerInner>, mut stop: Stop) {
             biased;
             _ = stopped(&mut stop) => return,
             _ = tokio::time::sleep(period) => broker.config().force_register,
-            _ = broker.register_now.notified() => true,
+            _ = broker.register_now.notify.notified() => true,
         };
-        register_all(&broker, force).await;
+        broker.register_now.run(register_all(&broker, force)).await;
     }
 }
 

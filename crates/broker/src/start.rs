@@ -11,7 +11,6 @@ use prometheus_client::registry::Registry;
 use rocketpy_protocol::clock::Clock;
 use rocketpy_remoting::{ClientConfig, RemotingClient, RemotingServer, ServerConfig};
 use rocketpy_store::MessageStore;
-use tokio::sync::Notify;
 
 use crate::config::BrokerSettings;
 use crate::consumer_manager::ConsumerManager;
@@ -421,7 +420,7 @@ fn build_state(
         hold,
         pop,
         timer: timer::TimerService::default(),
-        register_now: Notify::new(),
+        register_now: Default::default(),
         ha: ha_service,
         ha_addr,
         stats: stats::BrokerStats::new(),

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use rocketpy_protocol::clock::Clock;
 use rocketpy_remoting::RemotingClient;
 use rocketpy_store::MessageStore;
-use tokio::sync::Notify;
 
 use crate::config::{BrokerConfig, BrokerSettings};
 use crate::consumer_manager::ConsumerManager;
@@ -54,7 +53,7 @@ pub struct BrokerInner {
     /// STOREHOST written into records.
     pub store_host: SocketAddr,
     /// Wakes the registration task for an immediate re-registration.
-    pub register_now: Notify,
+    pub register_now: crate::register::RegisterNow,
     /// Replication: the master's slaves, or a slave's master.
     pub ha: Arc<ha::HaService>,
     /// `ip:port` of this broker's HA listener, advertised at registration (masters).

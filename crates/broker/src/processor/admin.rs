@@ -1,6 +1,7 @@
 //! UPDATE_AND_CREATE_TOPIC and GET_ALL_TOPIC_CONFIG.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rocketpy_protocol::body::TopicConfig;
 use rocketpy_protocol::code::response;
@@ -10,7 +11,7 @@ use rocketpy_protocol::header::{
 use rocketpy_protocol::topic::{retry_topic, validate_topic};
 use rocketpy_protocol::topic_attributes;
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{Connection, ProcessError, ProcessResult};
+use rocketpy_remoting::{Connection, ProcessError, ProcessResult, Reply};
 
 use super::{json_reply, ok, reply, system_error};
 use crate::state::BrokerInner;
@@ -74,9 +75,20 @@ fn create_topic(
     topic_cfg.attributes = topic_attributes(broker, topic, h.attributes.as_deref())?;
     broker.topics.update(topic_cfg).map_err(system_error)?;
     super::prepare_queues(broker, topic, read.max(write));
-    broker.register_now.notify_one();
     tracing::info!(topic, read, write, perm, "topic created or updated");
-    reply(ok(req))
+    // Answered once the name servers know it, as RocketMQ's broker does.
+    let timeout = Duration::from_millis(
+        broker
+            .config()
+            .register_broker_timeout_mills
+            .clamp(100, 6000),
+    );
+    let registered = broker.register_now.registered(timeout);
+    let answer = ok(req);
+    Ok(Reply::Later(Box::pin(async move {
+        registered.await;
+        Some(answer)
+    })))
 }
 
 /// A created or updated topic's attributes: its current ones changed by the request's

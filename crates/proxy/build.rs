@@ -14,6 +14,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ".apache.rocketmq.v2.ReceiveMessageResponse",
             "crate::receive_response::ReceiveMessageResponse",
         )
+        // Written by hand: an ack's entries are slices of the request (src/ack_wire.rs).
+        .extern_path(
+            ".apache.rocketmq.v2.AckMessageRequest",
+            "crate::ack_wire::AckMessageRequest",
+        )
+        .extern_path(
+            ".apache.rocketmq.v2.AckMessageResponse",
+            "crate::ack_wire::AckMessageResponse",
+        )
         .compile_fds(files)?;
     Ok(())
 }

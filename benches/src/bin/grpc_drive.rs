@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rocketpy_proxy::ack_wire::{AckMessageEntry, AckMessageRequest};
 use rocketpy_proxy::pb;
 use rocketpy_proxy::pb::messaging_service_client::MessagingServiceClient;
 use rocketpy_proxy::receive_response::Content;
@@ -140,9 +141,9 @@ async fn receive_loop(
                     .decode()
                     .map_err(|e| tonic::Status::internal(e.to_string()))?;
                 let sp = m.system_properties.unwrap_or_default();
-                entries.push(pb::AckMessageEntry {
-                    message_id: sp.message_id,
-                    receipt_handle: sp.receipt_handle.unwrap_or_default(),
+                entries.push(AckMessageEntry {
+                    message_id: sp.message_id.into(),
+                    receipt_handle: sp.receipt_handle.unwrap_or_default().into(),
                     ..Default::default()
                 });
             }
@@ -156,7 +157,7 @@ async fn receive_loop(
             acked.fetch_add(n, Ordering::Relaxed);
             continue;
         }
-        let ack = pb::AckMessageRequest {
+        let ack = AckMessageRequest {
             group: resource(&a.group),
             topic: resource(&a.topic),
             entries,

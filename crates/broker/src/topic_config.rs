@@ -36,6 +36,15 @@ pub fn is_reserved_topic(cfg: &BrokerConfig, topic: &str) -> bool {
             .is_some_and(|c| c == cfg.broker_cluster_name)
 }
 
+/// The part of a topic's config a read checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadView {
+    /// PERM_* bits.
+    pub perm: i32,
+    /// Readable queues.
+    pub read_queue_nums: i32,
+}
+
 /// Topics known to the broker.
 #[derive(Debug)]
 pub struct TopicConfigManager {
@@ -127,6 +136,23 @@ impl TopicConfigManager {
     /// One topic's configuration.
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
         self.table.read().topic_config_table.get(topic).cloned()
+    }
+
+    /// Whether `topic` exists (no copy of its config).
+    pub fn exists(&self, topic: &str) -> bool {
+        self.table.read().topic_config_table.contains_key(topic)
+    }
+
+    /// What a read of `topic` checks, without copying its config (every pop and ack asks).
+    pub fn read_view(&self, topic: &str) -> Option<ReadView> {
+        self.table
+            .read()
+            .topic_config_table
+            .get(topic)
+            .map(|c| ReadView {
+                perm: c.perm,
+                read_queue_nums: c.read_queue_nums,
+            })
     }
 
     /// A snapshot of all topics and the data version.

@@ -9,6 +9,7 @@ use rocketpy_protocol::body::batch_ack::{AckBits, BatchAck, BatchAckMessageReque
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::AckMessageRequestHeader;
 
+use crate::ack_wire::{AckMessageRequest, AckMessageResponse, AckMessageResultEntry, EntryStatus};
 use crate::context::Context;
 use crate::handle::ReceiptHandle;
 use crate::pb::{self, Code};
@@ -20,7 +21,7 @@ use crate::status::{ok, status, ProxyError};
 const MAX_BIT: i64 = 4096;
 
 /// A parsed, still valid receipt handle.
-pub(crate) fn valid_handle(text: &str, now: i64) -> Result<ReceiptHandle, ProxyError> {
+pub(crate) fn valid_handle(text: &str, now: i64) -> Result<ReceiptHandle<'_>, ProxyError> {
     let handle = ReceiptHandle::parse(text)
         .ok_or_else(|| ProxyError::new(Code::InvalidReceiptHandle, "receipt handle is invalid"))?;
     if handle.expired(now) {
@@ -37,7 +38,7 @@ pub(crate) async fn ack_one(
     proxy: &ProxyInner,
     group: &str,
     topic: &str,
-    handle: &ReceiptHandle,
+    handle: &ReceiptHandle<'_>,
 ) -> Result<(), ProxyError> {
     let addr = proxy.routes.master(handle.broker_name(), topic).await?;
     let header = AckMessageRequestHeader {
@@ -78,7 +79,7 @@ async fn ack_batch(
     group: &str,
     topic: &str,
     broker_name: &str,
-    handles: &[&ReceiptHandle],
+    handles: &[&ReceiptHandle<'_>],
 ) -> Batch {
     // One entry per pop, as RocketMQ's client merges them: retry flag, queue, first offset,
     // pop time.
@@ -151,41 +152,45 @@ async fn ack_batch(
 
 /// Whether a handle can go into a batch (its offset's bit is a sane distance from its pop's
 /// first offset).
-fn batchable(h: &ReceiptHandle) -> bool {
+fn batchable(h: &ReceiptHandle<'_>) -> bool {
     (0..MAX_BIT).contains(&(h.queue_offset - h.start_offset))
 }
 
 /// Handles AckMessage; the response's status is the entries' when they agree,
 /// MULTIPLE_RESULTS when not.
-pub async fn ack(
-    proxy: &ProxyInner,
-    ctx: &Context,
-    req: pb::AckMessageRequest,
-) -> pb::AckMessageResponse {
+pub async fn ack(proxy: &ProxyInner, ctx: &Context, req: AckMessageRequest) -> AckMessageResponse {
     let (topic, group) =
         match crate::validate::topic_and_group(req.topic.as_ref(), req.group.as_ref()) {
             Ok(names) => names,
             Err(e) => {
-                return pb::AckMessageResponse {
+                return AckMessageResponse {
                     status: Some(e.status()),
                     entries: Vec::new(),
                 }
             }
         };
     let mut results: Vec<Option<Result<(), ProxyError>>> = vec![None; req.entries.len()];
-    let mut handles: Vec<(usize, ReceiptHandle)> = Vec::new();
+    // Each entry's latest handle text (the renewed one, or the client's), which the parsed
+    // handles borrow.
+    let latest: Vec<_> = req
+        .entries
+        .iter()
+        .map(|e| {
+            proxy
+                .renewals
+                .take(&ctx.client_id, &group, &e.message_id, &e.receipt_handle)
+        })
+        .collect();
+    let mut handles: Vec<(usize, ReceiptHandle<'_>)> = Vec::with_capacity(latest.len());
     let now = proxy.now_millis();
-    for (i, e) in req.entries.iter().enumerate() {
-        let latest = proxy
-            .renewals
-            .take(&ctx.client_id, &group, &e.message_id, &e.receipt_handle);
-        match valid_handle(&latest, now) {
+    for (i, text) in latest.iter().enumerate() {
+        match valid_handle(text, now) {
             Ok(h) => handles.push((i, h)),
             Err(err) => results[i] = Some(Err(err)),
         }
     }
     // Entries by broker, in the order brokers first appear (a few brokers at most).
-    let mut per_broker: Vec<(&str, Vec<(usize, &ReceiptHandle)>)> = Vec::new();
+    let mut per_broker: Vec<(&str, Vec<(usize, &ReceiptHandle<'_>)>)> = Vec::new();
     for (i, h) in &handles {
         if batchable(h) {
             match per_broker.iter_mut().find(|(b, _)| *b == h.broker_name()) {
@@ -198,7 +203,7 @@ pub async fn ack(
     }
     for (broker, entries) in per_broker {
         if entries.len() > 1 {
-            let hs: Vec<&ReceiptHandle> = entries.iter().map(|(_, h)| *h).collect();
+            let hs: Vec<&ReceiptHandle<'_>> = entries.iter().map(|(_, h)| *h).collect();
             if let Batch::Done(result) = ack_batch(proxy, &group, &topic, broker, &hs).await {
                 for (i, _) in &entries {
                     results[*i] = Some(result.clone());
@@ -211,17 +216,19 @@ pub async fn ack(
             results[*i] = Some(ack_one(proxy, &group, &topic, h).await);
         }
     }
-    let entries: Vec<pb::AckMessageResultEntry> = req
+    // The texts borrow the request's entries, which the answer takes.
+    drop(latest);
+    let entries: Vec<AckMessageResultEntry> = req
         .entries
         .into_iter()
         .zip(results)
-        .map(|(e, result)| pb::AckMessageResultEntry {
+        .map(|(e, result)| AckMessageResultEntry {
             message_id: e.message_id,
             receipt_handle: e.receipt_handle,
             status: Some(
                 result
                     .unwrap_or(Ok(()))
-                    .map_or_else(|err| err.status(), |()| ok()),
+                    .map_or_else(|err| err.status().into(), |()| EntryStatus::ok()),
             ),
         })
         .collect();
@@ -231,10 +238,12 @@ pub async fn ack(
         .collect();
     let overall = match codes.first() {
         None => ok(),
-        Some(c) if codes.iter().all(|x| x == c) => entries[0].status.clone().unwrap_or_else(ok),
+        Some(c) if codes.iter().all(|x| x == c) => {
+            entries[0].status.clone().map_or_else(ok, pb::Status::from)
+        }
         Some(_) => status(Code::MultipleResults, "the entries have different results"),
     };
-    pb::AckMessageResponse {
+    AckMessageResponse {
         status: Some(overall),
         entries,
     }
@@ -246,11 +255,11 @@ mod tests {
 
     #[test]
     fn only_handles_near_their_pop_are_batched() {
-        let h = |start: i64, offset: i64| {
-            ReceiptHandle::parse(&format!("{start} 1000 60000 2 0 broker-a 0 {offset} 4096"))
-                .unwrap()
+        let batchable_at = |start: i64, offset: i64| {
+            let text = format!("{start} 1000 60000 2 0 broker-a 0 {offset} 4096");
+            batchable(&ReceiptHandle::parse(&text).unwrap())
         };
-        assert!(batchable(&h(5, 5)) && batchable(&h(5, 36)));
-        assert!(!batchable(&h(5, 4)) && !batchable(&h(0, MAX_BIT)));
+        assert!(batchable_at(5, 5) && batchable_at(5, 36));
+        assert!(!batchable_at(5, 4) && !batchable_at(0, MAX_BIT));
     }
 }

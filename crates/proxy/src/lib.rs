@@ -13,6 +13,7 @@
 //! RocketMQ 5.x brokers, which serve the same requests.
 
 pub mod ack;
+pub mod ack_wire;
 pub mod auth;
 pub mod clients;
 mod coalesce;

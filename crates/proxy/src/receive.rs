@@ -231,8 +231,14 @@ async fn pop(
     };
     let mut out = Vec::with_capacity(records.len());
     let mut hosts = HostTexts::default();
-    // The batch's messages are encoded one after another into one buffer.
-    let (mut scratch, mut encoded) = (Vec::new(), bytes::BytesMut::new());
+    // The batch's messages are encoded one after another into one buffer, sized for all of
+    // them up front: each message is split off it, and a buffer that had to grow would be a
+    // new allocation (and a new shared owner) per message.
+    let room: usize = records
+        .iter()
+        .map(|v| v.body.len() + v.properties.len() + v.topic.len() + 256 + broker_name.len())
+        .sum();
+    let (mut scratch, mut encoded) = (Vec::new(), bytes::BytesMut::with_capacity(room));
     // Each message's receipt handle is written here (the encoder copies it out).
     let mut handle_text = String::new();
     for v in &records {
@@ -414,7 +420,7 @@ async fn forward_to_dlq(
     proxy: &ProxyInner,
     group: &str,
     topic: &str,
-    handle: &ReceiptHandle,
+    handle: &ReceiptHandle<'_>,
     message_id: &str,
 ) -> Result<(), ProxyError> {
     let addr = proxy.routes.master(handle.broker_name(), topic).await?;

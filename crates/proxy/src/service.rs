@@ -216,9 +216,9 @@ impl MessagingService for Service {
 
     async fn ack_message(
         &self,
-        request: Request<pb::AckMessageRequest>,
-    ) -> Result<Response<pb::AckMessageResponse>, GrpcStatus> {
-        let failed = |s| pb::AckMessageResponse {
+        request: Request<crate::ack_wire::AckMessageRequest>,
+    ) -> Result<Response<crate::ack_wire::AckMessageResponse>, GrpcStatus> {
+        let failed = |s| crate::ack_wire::AckMessageResponse {
             status: Some(s),
             entries: Vec::new(),
         };

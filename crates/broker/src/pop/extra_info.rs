@@ -114,12 +114,16 @@ pub fn start_offset_entry(topic: &str, queue_id: i32, start: i64) -> String {
 
 /// A `msgOffsetInfo` entry.
 pub fn msg_offset_entry(topic: &str, queue_id: i32, offsets: &[i64]) -> String {
-    use std::fmt::Write;
-    // Every pop writes one, with an offset per message: one string, no string per offset.
+    // Every pop writes one, with an offset per message: one string, integers by itoa (no
+    // `fmt` machinery per offset).
     let mut out = String::with_capacity(16 + offsets.len() * 8);
-    let _ = write!(out, "{} {queue_id} ", retry_flag(topic)); // a String takes every write
+    let mut digits = itoa::Buffer::new();
+    out.push_str(retry_flag(topic));
+    out.push(' ');
+    out.push_str(digits.format(queue_id));
     for (i, o) in offsets.iter().enumerate() {
-        let _ = write!(out, "{}{o}", if i > 0 { "," } else { "" });
+        out.push(if i > 0 { ',' } else { ' ' });
+        out.push_str(digits.format(*o));
     }
     out
 }

@@ -199,6 +199,9 @@ impl PopService {
 /// The revive topic, created with [`REVIVE_QUEUES`] queues when first needed.
 fn ensure_revive_topic(broker: &BrokerInner) -> Result<String, StoreError> {
     let topic = revive_topic(&broker.config().broker_cluster_name);
+    if broker.topics.exists(&topic) {
+        return Ok(topic);
+    }
     let (_, created) =
         broker
             .topics
@@ -275,16 +278,34 @@ fn write_batch_ack(
         ack: ack_record(broker, key, -1),
         ack_offsets: offsets.to_vec(),
     };
-    let list: Vec<String> = offsets.iter().map(i64::to_string).collect();
-    let uniq = format!(
-        "{}@{}@[{}]@{}@{}@{BATCH_ACK_TAG}",
-        key.topic,
-        key.queue_id,
-        list.join(", "),
-        key.group,
-        key.pop_time
-    );
+    let uniq = batch_ack_uniq(key, offsets);
     put_record(broker, revive_qid, BATCH_ACK_TAG, &record, &uniq)
+}
+
+/// A batch ack record's unique key, `topic@queue@[o1, o2]@group@popTime@tag` (the offsets
+/// as Java prints a list), written piece by piece: one per ack of a received batch, so no
+/// string per offset.
+fn batch_ack_uniq(key: &CkKey, offsets: &[i64]) -> String {
+    let mut uniq =
+        String::with_capacity(64 + key.topic.len() + key.group.len() + 8 * offsets.len());
+    let mut digits = itoa::Buffer::new();
+    uniq.push_str(&key.topic);
+    uniq.push('@');
+    uniq.push_str(digits.format(key.queue_id));
+    uniq.push_str("@[");
+    for (i, o) in offsets.iter().enumerate() {
+        if i > 0 {
+            uniq.push_str(", ");
+        }
+        uniq.push_str(digits.format(*o));
+    }
+    uniq.push_str("]@");
+    uniq.push_str(&key.group);
+    uniq.push('@');
+    uniq.push_str(digits.format(key.pop_time));
+    uniq.push('@');
+    uniq.push_str(BATCH_ACK_TAG);
+    uniq
 }
 
 /// Puts a copy of the message at `offset` of `key`'s queue into the group's pop retry topic
@@ -338,4 +359,25 @@ fn revive_one(broker: &BrokerInner, key: &CkKey, offset: i64) -> Result<(), Stor
         .store
         .put_messages_nowait(std::slice::from_ref(&msg))
         .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_acks_key_lists_its_offsets_as_java_prints_a_list() {
+        let key = CkKey {
+            topic: "T".into(),
+            group: "g".into(),
+            queue_id: 2,
+            start: 5,
+            pop_time: 1000,
+        };
+        assert_eq!(
+            batch_ack_uniq(&key, &[5, 6, 9]),
+            "T@2@[5, 6, 9]@g@1000@bAck"
+        );
+        assert_eq!(batch_ack_uniq(&key, &[7]), "T@2@[7]@g@1000@bAck");
+    }
 }

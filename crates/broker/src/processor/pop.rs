@@ -188,7 +188,7 @@ fn check(broker: &BrokerInner, h: &PopMessageRequestHeader) -> Result<(), Proces
             "service not available now: pops are served by the master",
         ));
     }
-    let Some(cfg) = broker.topics.get(&h.topic) else {
+    let Some(cfg) = broker.topics.read_view(&h.topic) else {
         return Err(ProcessError::new(
             response::TOPIC_NOT_EXIST,
             format!("topic[{}] not exist, apply first please!", h.topic),
@@ -262,7 +262,7 @@ fn pop_once(broker: &BrokerInner, pop: &PopRequest) -> Result<Popped, rocketpy_s
     let mut out = Popped::default();
     let h = &pop.h;
     let retry = pop_retry_topic(&h.topic, &h.consumer_group);
-    let has_retry = !pop.order && broker.topics.get(&retry).is_some();
+    let has_retry = !pop.order && broker.topics.exists(&retry);
     let coin = rand_percent();
     if has_retry && coin < RETRY_FIRST_PERCENT {
         pop_topic(broker, pop, &retry, coin, &mut out)?;
@@ -292,7 +292,7 @@ fn pop_topic(
 ) -> Result<(), rocketpy_store::StoreError> {
     let h = &pop.h;
     let is_retry = topic != h.topic;
-    let Some(cfg) = broker.topics.get(topic) else {
+    let Some(cfg) = broker.topics.read_view(topic) else {
         return Ok(());
     };
     let queues: Vec<i32> = if h.queue_id < 0 || is_retry {

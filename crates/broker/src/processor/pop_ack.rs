@@ -27,7 +27,7 @@ fn check(
     extra_info: &str,
     offset_at_end_ok: bool,
 ) -> Result<ExtraInfo, ProcessError> {
-    let Some(cfg) = broker.topics.get(topic) else {
+    let Some(cfg) = broker.topics.read_view(topic) else {
         return Err(ProcessError::new(
             response::TOPIC_NOT_EXIST,
             format!("topic[{topic}] not exist, apply first please!"),
@@ -123,7 +123,7 @@ pub fn batch_ack_message(
         let Some(topic) = pop_real_topic(&a.topic, &a.consumer_group, &a.retry) else {
             continue; // an unknown retry flag: RocketMQ's parse fails on it
         };
-        if broker.topics.get(&topic).is_none() {
+        if !broker.topics.exists(&topic) {
             continue;
         }
         let min = broker.store.min_offset_in_queue(&topic, a.queue_id);

@@ -13,10 +13,12 @@
   receiving 32 at a time with ``--inflight``/8 receives in flight and acking each batch in one
   AckMessage (what the protocol allows), and rocketpy's PushConsumer, each reading a backlog
   (the stub the client's, as a group of its own) for ``--seconds``;
-- the Rust driver (``benches/src/bin/grpc_drive.rs``, built by ``make bench-grpc``): the
-  stub's receive+ack and empty call from Rust, whose few µs of CPU per call let the broker,
-  not the client, set the pace — the Python stub keeps the broker three quarters idle, so
-  its figures are mostly the cost of waking up for each call.
+- the Rust drivers (``benches/src/bin/grpc_drive.rs`` and ``pull_drive.rs``, built by
+  ``make bench-grpc``): the stub's receive+ack and empty call from Rust, and the 4.x pull of
+  the same backlog from Rust, whose few µs of CPU per call let the broker, not the client,
+  set the pace — the Python stub keeps the broker three quarters idle, so its figures are
+  mostly the cost of waking up for each call, and the broker's CPU per message under the
+  Python PushConsumer moves with that consumer's pace.
 
 Rounds alternate the order; the figures are medians. Both paths end in the same broker and
 store; what differs is the protocol, the proxy and the client. The broker runs as its own
@@ -49,6 +51,9 @@ SIDE = Path(__file__).with_name("py5_side.py")
 DRIVE = os.environ.get(
     "ROCKETPY_GRPC_DRIVE", str(Path(__file__).parents[2] / "target/release/grpc_drive")
 )
+PULL_DRIVE = os.environ.get(
+    "ROCKETPY_PULL_DRIVE", str(Path(__file__).parents[2] / "target/release/pull_drive")
+)
 
 
 class BrokerProcess:
@@ -70,10 +75,11 @@ class BrokerProcess:
         ready = self.proc.stdout.readline()
         grpc = self.proc.stdout.readline()
         m, g = re.search(r"namesrv=(\S+)", ready), re.search(r"clients: (\S+)", grpc)
-        if not m or not g:
+        b = re.search(r"broker=(\S+)", ready)
+        if not m or not g or not b:
             self.stop()
             raise SystemExit(f"rocketpy dev did not start: {ready!r} {grpc!r}")
-        self.namesrv, self.grpc = m.group(1), g.group(1)
+        self.namesrv, self.grpc, self.broker = m.group(1), g.group(1), b.group(1)
 
     def cpu_seconds(self) -> float:
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -97,12 +103,20 @@ def py5(spec: dict[str, object]) -> float:
 
 
 def drive(mode: str, endpoint: str, **options: object) -> float:
-    """Runs the Rust driver; its rate in calls or messages per second."""
-    if not Path(DRIVE).exists():
-        raise SystemExit(f"{DRIVE} is missing: make bench-grpc builds it")
+    """Runs the Rust gRPC driver; its rate in calls or messages per second."""
+    return run_driver([DRIVE, mode, endpoint], options)
+
+
+def pull_drive(broker: str, **options: object) -> float:
+    """Runs the Rust 4.x pull driver; its rate in messages per second."""
+    return run_driver([PULL_DRIVE, broker], options)
+
+
+def run_driver(command: list[str], options: dict[str, object]) -> float:
+    if not Path(command[0]).exists():
+        raise SystemExit(f"{command[0]} is missing: make bench-grpc builds it")
     flags = [a for k, v in options.items() for a in (f"--{k}", str(v))]
-    out = subprocess.run([DRIVE, mode, endpoint, *flags], capture_output=True, text=True,
-                         timeout=600)  # fmt: skip
+    out = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise SystemExit(f"the Rust driver failed: {out.stderr[-3000:]}")
     r = json.loads(out.stdout)
@@ -247,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
                         inflight=args.inflight // 4, messages=args.backlog)),
                     ("consume 4.x (remoting)", lambda t=topics[4]: consume_4x(
                         ns, t, args.seconds, args.backlog)),
+                    # The same backlog pulled from Rust (offsets from 0, no consumer state).
+                    ("consume 4.x Rust pull driver", lambda t=topics[4], g=f"bench-grpc-4x-pull-{r}": pull_drive(
+                        broker.broker, topic=t, group=g, queues=4,
+                        inflight=args.inflight // 4, seconds=args.seconds,
+                        messages=args.backlog)),
                 ]  # fmt: skip
                 for name, fn in recvs if r % 2 == 0 else recvs[::-1]:
                     m.run(broker, name, args.seconds, fn)
@@ -264,7 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                          ("send gRPC stub", "send 4.x (remoting)", 0.5),
                          ("receive+ack 5.x (gRPC)", "consume 4.x (remoting)", 0.33),
                          ("receive+ack gRPC stub", "consume 4.x (remoting)", 0.33),
-                         ("receive+ack Rust driver", "consume 4.x (remoting)", 0.33)):  # fmt: skip
+                         ("receive+ack Rust driver", "consume 4.x (remoting)", 0.33),
+                         ("receive+ack Rust driver", "consume 4.x Rust pull driver", 0.33)):  # fmt: skip
         print(f"{a} / {b}: rate {rate[a] / rate[b]:.2f}, broker messages per CPU second "
               f"{cpu[b] / cpu[a]:.2f} (target >= {target})")  # fmt: skip
     # Two calls per received batch of 32 (receive, ack) at the empty call's cost: what the
@@ -272,5 +292,6 @@ def main(argv: list[str] | None = None) -> int:
     for empty in ("empty call gRPC stub", "empty call Rust driver"):
         floor = 2 * cpu[empty] / 32
         print(f"two calls of '{empty}' per 32 messages: {floor:.1f} us/msg of broker CPU; the "
-              f"whole 4.x consume path: {cpu['consume 4.x (remoting)']:.1f} us/msg")  # fmt: skip
+              f"whole 4.x consume path: {cpu['consume 4.x (remoting)']:.1f} us/msg "
+              f"({cpu['consume 4.x Rust pull driver']:.1f} pulled from Rust)")  # fmt: skip
     return 0

@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rocketpy_benches::measure::process_cpu_seconds;
 use rocketpy_proxy::ack_wire::{AckMessageEntry, AckMessageRequest};
 use rocketpy_proxy::pb;
 use rocketpy_proxy::pb::messaging_service_client::MessagingServiceClient;
@@ -267,21 +268,6 @@ async fn run(a: Args) -> Result<(u64, f64), Box<dyn std::error::Error>> {
 }
 
 /// This process's CPU time (user + system), from `/proc/self/stat`.
-fn cpu_seconds() -> f64 {
-    let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = text
-        .rsplit_once(')')
-        .map_or(vec![], |(_, r)| r.split_whitespace().collect());
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // USER_HZ is 100 on Linux builds for every architecture this project runs on.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 fn main() {
     let a = match parse_args() {
         Ok(a) => a,
@@ -294,11 +280,11 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
-    let cpu0 = cpu_seconds();
+    let cpu0 = process_cpu_seconds();
     match rt.block_on(run(a)) {
         Ok((count, seconds)) => println!(
             "{{\"count\": {count}, \"seconds\": {seconds:.3}, \"cpu_seconds\": {:.3}}}",
-            cpu_seconds() - cpu0
+            process_cpu_seconds() - cpu0
         ),
         Err(e) => {
             eprintln!("grpc_drive: {e}");

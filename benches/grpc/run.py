@@ -113,6 +113,7 @@ def pull_drive(broker: str, **options: object) -> float:
 
 
 def run_driver(command: list[str], options: dict[str, object]) -> float:
+    """Runs a Rust driver with ``options`` as ``--name value`` flags; its count per second."""
     if not Path(command[0]).exists():
         raise SystemExit(f"{command[0]} is missing: make bench-grpc builds it")
     flags = [a for k, v in options.items() for a in (f"--{k}", str(v))]

@@ -1,5 +1,6 @@
 //! Shared fixtures of the benchmarks.
 
+pub mod driver;
 pub mod measure;
 
 use std::net::SocketAddr;

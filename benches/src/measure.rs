@@ -45,20 +45,3 @@ pub fn paired(rounds: usize, a: &mut dyn FnMut() -> f64, b: &mut dyn FnMut() -> 
         ratio: median(rs),
     }
 }
-
-/// This process's CPU time (user + system) in seconds, from `/proc/self/stat`: what the load
-/// drivers report beside their counts.
-pub fn process_cpu_seconds() -> f64 {
-    let text = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = text
-        .rsplit_once(')')
-        .map_or(vec![], |(_, r)| r.split_whitespace().collect());
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // USER_HZ is 100 on Linux builds for every architecture this project runs on.
-    (ticks(11) + ticks(12)) / 100.0
-}

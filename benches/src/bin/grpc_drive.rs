@@ -20,7 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rocketpy_benches::measure::process_cpu_seconds;
 use rocketpy_proxy::ack_wire::{AckMessageEntry, AckMessageRequest};
 use rocketpy_proxy::pb;
 use rocketpy_proxy::pb::messaging_service_client::MessagingServiceClient;
@@ -269,26 +268,5 @@ async fn run(a: Args) -> Result<(u64, f64), Box<dyn std::error::Error>> {
 
 /// This process's CPU time (user + system), from `/proc/self/stat`.
 fn main() {
-    let a = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("grpc_drive: {e}");
-            std::process::exit(2);
-        }
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let cpu0 = process_cpu_seconds();
-    match rt.block_on(run(a)) {
-        Ok((count, seconds)) => println!(
-            "{{\"count\": {count}, \"seconds\": {seconds:.3}, \"cpu_seconds\": {:.3}}}",
-            process_cpu_seconds() - cpu0
-        ),
-        Err(e) => {
-            eprintln!("grpc_drive: {e}");
-            std::process::exit(1);
-        }
-    }
+    rocketpy_benches::driver::main("grpc_drive", parse_args, run);
 }

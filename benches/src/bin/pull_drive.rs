@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rocketpy_benches::measure::process_cpu_seconds;
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::flag::pull as pull_flag;
 use rocketpy_protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
@@ -163,26 +162,5 @@ async fn run(a: Args) -> Result<(u64, f64), String> {
 }
 
 fn main() {
-    let a = match parse_args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("pull_drive: {e}");
-            std::process::exit(2);
-        }
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let cpu0 = process_cpu_seconds();
-    match rt.block_on(run(a)) {
-        Ok((count, seconds)) => println!(
-            "{{\"count\": {count}, \"seconds\": {seconds:.3}, \"cpu_seconds\": {:.3}}}",
-            process_cpu_seconds() - cpu0
-        ),
-        Err(e) => {
-            eprintln!("pull_drive: {e}");
-            std::process::exit(1);
-        }
-    }
+    rocketpy_benches::driver::main("pull_drive", parse_args, run);
 }

@@ -261,6 +261,21 @@ impl TopicConfigManager {
         self.create_system_topic(&dlq_topic(group), 1, perm::READ_WRITE)
     }
 
+    /// Creates `topic` with `queues` queues and `perm` unless it exists; whether it was
+    /// created just now. An existing topic's config is not copied (the pop path asks for the
+    /// revive topic on every record it writes).
+    pub fn ensure_system_topic(
+        &self,
+        topic: &str,
+        queues: i32,
+        perm: i32,
+    ) -> Result<bool, StoreError> {
+        if self.exists(topic) {
+            return Ok(false);
+        }
+        Ok(self.create_system_topic(topic, queues, perm)?.1)
+    }
+
     /// `topic` as it is, or created with `queues` queues and `perm` if it does not exist;
     /// returns its config and whether it was created just now.
     pub fn create_system_topic(

@@ -99,12 +99,12 @@ impl From<EntryStatus> for pb::Status {
     }
 }
 
-/// Bytes of a proto3 string field (none when empty).
-fn text_len(tag: u32, s: &str) -> usize {
-    if s.is_empty() {
-        0
-    } else {
+/// Bytes of a string field written by [`put_text`].
+fn text_len(tag: u32, s: &str, always: bool) -> usize {
+    if always || !s.is_empty() {
         key_len(tag) + encoded_len_varint(s.len() as u64) + s.len()
+    } else {
+        0
     }
 }
 
@@ -115,6 +115,29 @@ fn put_text(tag: u32, s: &str, always: bool, buf: &mut impl BufMut) {
         encode_varint(s.len() as u64, buf);
         buf.put_slice(s.as_bytes());
     }
+}
+
+/// An optional message field: written when set.
+fn put_message(tag: u32, m: &Option<impl prost::Message>, buf: &mut impl BufMut) {
+    if let Some(m) = m {
+        encoding::message::encode(tag, m, buf);
+    }
+}
+
+/// Bytes of a field written by [`put_message`].
+fn message_len(tag: u32, m: &Option<impl prost::Message>) -> usize {
+    m.as_ref()
+        .map_or(0, |m| encoding::message::encoded_len(tag, m))
+}
+
+/// Reads an optional message field (merged into what an earlier occurrence set).
+fn merge_message<M: prost::Message + Default>(
+    wire_type: WireType,
+    m: &mut Option<M>,
+    buf: &mut impl Buf,
+    ctx: DecodeContext,
+) -> Result<(), DecodeError> {
+    encoding::message::merge(wire_type, m.get_or_insert_with(M::default), buf, ctx)
 }
 
 /// Reads a string field as a slice of the buffer being decoded (no copy when it is the
@@ -144,12 +167,8 @@ fn not_utf8() -> DecodeError {
 
 impl prost::Message for AckMessageRequest {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        if let Some(g) = &self.group {
-            encoding::message::encode(1, g, buf);
-        }
-        if let Some(t) = &self.topic {
-            encoding::message::encode(2, t, buf);
-        }
+        put_message(1, &self.group, buf);
+        put_message(2, &self.topic, buf);
         for e in &self.entries {
             encoding::message::encode(3, e, buf);
         }
@@ -163,31 +182,16 @@ impl prost::Message for AckMessageRequest {
         ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
         match tag {
-            1 => encoding::message::merge(
-                wire_type,
-                self.group.get_or_insert_with(Default::default),
-                buf,
-                ctx,
-            ),
-            2 => encoding::message::merge(
-                wire_type,
-                self.topic.get_or_insert_with(Default::default),
-                buf,
-                ctx,
-            ),
+            1 => merge_message(wire_type, &mut self.group, buf, ctx),
+            2 => merge_message(wire_type, &mut self.topic, buf, ctx),
             3 => encoding::message::merge_repeated(wire_type, &mut self.entries, buf, ctx),
             _ => encoding::skip_field(wire_type, tag, buf, ctx),
         }
     }
 
     fn encoded_len(&self) -> usize {
-        self.group
-            .as_ref()
-            .map_or(0, |g| encoding::message::encoded_len(1, g))
-            + self
-                .topic
-                .as_ref()
-                .map_or(0, |t| encoding::message::encoded_len(2, t))
+        message_len(1, &self.group)
+            + message_len(2, &self.topic)
             + encoding::message::encoded_len_repeated(3, &self.entries)
     }
 
@@ -226,11 +230,9 @@ impl prost::Message for AckMessageEntry {
     }
 
     fn encoded_len(&self) -> usize {
-        text_len(1, &self.message_id)
-            + text_len(2, &self.receipt_handle)
-            + self.lite_topic.as_ref().map_or(0, |l| {
-                key_len(3) + encoded_len_varint(l.len() as u64) + l.len()
-            })
+        text_len(1, &self.message_id, false)
+            + text_len(2, &self.receipt_handle, false)
+            + self.lite_topic.as_ref().map_or(0, |l| text_len(3, l, true))
     }
 
     fn clear(&mut self) {
@@ -240,9 +242,7 @@ impl prost::Message for AckMessageEntry {
 
 impl prost::Message for AckMessageResponse {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        if let Some(s) = &self.status {
-            encoding::message::encode(1, s, buf);
-        }
+        put_message(1, &self.status, buf);
         for e in &self.entries {
             encoding::message::encode(2, e, buf);
         }
@@ -256,22 +256,14 @@ impl prost::Message for AckMessageResponse {
         ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
         match tag {
-            1 => encoding::message::merge(
-                wire_type,
-                self.status.get_or_insert_with(Default::default),
-                buf,
-                ctx,
-            ),
+            1 => merge_message(wire_type, &mut self.status, buf, ctx),
             2 => encoding::message::merge_repeated(wire_type, &mut self.entries, buf, ctx),
             _ => encoding::skip_field(wire_type, tag, buf, ctx),
         }
     }
 
     fn encoded_len(&self) -> usize {
-        self.status
-            .as_ref()
-            .map_or(0, |s| encoding::message::encoded_len(1, s))
-            + encoding::message::encoded_len_repeated(2, &self.entries)
+        message_len(1, &self.status) + encoding::message::encoded_len_repeated(2, &self.entries)
     }
 
     fn clear(&mut self) {
@@ -283,9 +275,7 @@ impl prost::Message for AckMessageResultEntry {
     fn encode_raw(&self, buf: &mut impl BufMut) {
         put_text(1, &self.message_id, false, buf);
         put_text(2, &self.receipt_handle, false, buf);
-        if let Some(s) = &self.status {
-            encoding::message::encode(3, s, buf);
-        }
+        put_message(3, &self.status, buf);
     }
 
     fn merge_field(
@@ -298,23 +288,15 @@ impl prost::Message for AckMessageResultEntry {
         match tag {
             1 => merge_text(wire_type, &mut self.message_id, buf, ctx),
             2 => merge_text(wire_type, &mut self.receipt_handle, buf, ctx),
-            3 => encoding::message::merge(
-                wire_type,
-                self.status.get_or_insert_with(Default::default),
-                buf,
-                ctx,
-            ),
+            3 => merge_message(wire_type, &mut self.status, buf, ctx),
             _ => encoding::skip_field(wire_type, tag, buf, ctx),
         }
     }
 
     fn encoded_len(&self) -> usize {
-        text_len(1, &self.message_id)
-            + text_len(2, &self.receipt_handle)
-            + self
-                .status
-                .as_ref()
-                .map_or(0, |s| encoding::message::encoded_len(3, s))
+        text_len(1, &self.message_id, false)
+            + text_len(2, &self.receipt_handle, false)
+            + message_len(3, &self.status)
     }
 
     fn clear(&mut self) {
@@ -354,7 +336,7 @@ impl prost::Message for EntryStatus {
             encoding::int32::encoded_len(1, &self.code)
         } else {
             0
-        }) + text_len(2, &self.message)
+        }) + text_len(2, &self.message, false)
     }
 
     fn clear(&mut self) {

@@ -6,15 +6,16 @@
 
 use rocketpy_protocol::topic::pop_real_topic;
 
-/// A parsed receipt handle, borrowing the text it was parsed from: its text fields are
-/// positions in the POP_CK part (an acked message costs no allocation).
+/// A parsed receipt handle, borrowing the text it was parsed from (an acked message costs
+/// no allocation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReceiptHandle<'a> {
     /// The POP_CK text (the first eight fields).
     extra: &'a str,
-    /// Where `topic_type` and `broker_name` are in `extra`.
-    topic_type_at: std::ops::Range<usize>,
-    broker_name_at: std::ops::Range<usize>,
+    /// "0" the topic itself, "1"/"2" its pop retry topic.
+    topic_type: &'a str,
+    /// The broker holding the message.
+    broker_name: &'a str,
     /// First offset of the checkpoint.
     pub start_offset: i64,
     /// When the message was popped (ms).
@@ -49,17 +50,17 @@ impl<'a> ReceiptHandle<'a> {
         }
         let field = |k: usize| {
             let start = if k == 0 { 0 } else { ends[k - 1] + 1 };
-            start..ends[k]
+            &text[start..ends[k]]
         };
-        let int = |k: usize| text[field(k)].parse::<i64>().ok();
-        let small = |k: usize| text[field(k)].parse::<i32>().ok();
+        let int = |k: usize| field(k).parse::<i64>().ok();
+        let small = |k: usize| field(k).parse::<i32>().ok();
         Some(ReceiptHandle {
             start_offset: int(0)?,
             pop_time: int(1)?,
             invisible_time: int(2)?,
             revive_qid: small(3)?,
-            topic_type_at: field(4),
-            broker_name_at: field(5),
+            topic_type: field(4),
+            broker_name: field(5),
             queue_id: small(6)?,
             queue_offset: int(7)?,
             commit_log_offset: int(8)?,
@@ -74,12 +75,12 @@ impl<'a> ReceiptHandle<'a> {
 
     /// "0" the topic itself, "1"/"2" its pop retry topic.
     pub fn topic_type(&self) -> &'a str {
-        &self.extra[self.topic_type_at.clone()]
+        self.topic_type
     }
 
     /// The broker holding the message.
     pub fn broker_name(&self) -> &'a str {
-        &self.extra[self.broker_name_at.clone()]
+        self.broker_name
     }
 
     /// The handle of a message with POP_CK `extra_info` at `commit_log_offset`.

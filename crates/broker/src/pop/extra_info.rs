@@ -117,15 +117,23 @@ pub fn msg_offset_entry(topic: &str, queue_id: i32, offsets: &[i64]) -> String {
     // Every pop writes one, with an offset per message: one string, integers by itoa (no
     // `fmt` machinery per offset).
     let mut out = String::with_capacity(16 + offsets.len() * 8);
-    let mut digits = itoa::Buffer::new();
     out.push_str(retry_flag(topic));
     out.push(' ');
-    out.push_str(digits.format(queue_id));
+    out.push_str(itoa::Buffer::new().format(queue_id));
+    out.push(' ');
+    push_offsets(&mut out, offsets, ",");
+    out
+}
+
+/// Appends `offsets` separated by `separator`, each written by itoa.
+pub(crate) fn push_offsets(out: &mut String, offsets: &[i64], separator: &str) {
+    let mut digits = itoa::Buffer::new();
     for (i, o) in offsets.iter().enumerate() {
-        out.push(if i > 0 { ',' } else { ' ' });
+        if i > 0 {
+            out.push_str(separator);
+        }
         out.push_str(digits.format(*o));
     }
-    out
 }
 
 /// Parses `startOffsetInfo` or `msgOffsetInfo` into `(retryFlag, queueId, value)`.

@@ -199,13 +199,9 @@ impl PopService {
 /// The revive topic, created with [`REVIVE_QUEUES`] queues when first needed.
 fn ensure_revive_topic(broker: &BrokerInner) -> Result<String, StoreError> {
     let topic = revive_topic(&broker.config().broker_cluster_name);
-    if broker.topics.exists(&topic) {
-        return Ok(topic);
-    }
-    let (_, created) =
-        broker
-            .topics
-            .create_system_topic(&topic, REVIVE_QUEUES, perm::READ_WRITE)?;
+    let created = broker
+        .topics
+        .ensure_system_topic(&topic, REVIVE_QUEUES, perm::READ_WRITE)?;
     if created {
         broker.register_now.notify_one();
     }
@@ -293,12 +289,7 @@ fn batch_ack_uniq(key: &CkKey, offsets: &[i64]) -> String {
     uniq.push('@');
     uniq.push_str(digits.format(key.queue_id));
     uniq.push_str("@[");
-    for (i, o) in offsets.iter().enumerate() {
-        if i > 0 {
-            uniq.push_str(", ");
-        }
-        uniq.push_str(digits.format(*o));
-    }
+    super::extra_info::push_offsets(&mut uniq, offsets, ", ");
     uniq.push_str("]@");
     uniq.push_str(&key.group);
     uniq.push('@');
@@ -327,9 +318,9 @@ fn revive_one(broker: &BrokerInner, key: &CkKey, offset: i64) -> Result<(), Stor
     } else {
         pop_retry_topic(&key.topic, &key.group)
     };
-    let (_, created) = broker
+    let created = broker
         .topics
-        .create_system_topic(&retry, 1, perm::READ_WRITE)?;
+        .ensure_system_topic(&retry, 1, perm::READ_WRITE)?;
     if created {
         broker.register_now.notify_one();
     }

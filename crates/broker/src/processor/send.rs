@@ -163,9 +163,9 @@ fn check_prepared(broker: &Arc<BrokerInner>, batch: bool) -> Result<(), ProcessE
         ));
     }
     for topic in [TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC] {
-        let (_, created) = broker
+        let created = broker
             .topics
-            .create_system_topic(topic, 1, perm::READ_WRITE)
+            .ensure_system_topic(topic, 1, perm::READ_WRITE)
             .map_err(system_error)?;
         if created {
             broker.register_now.notify_one();

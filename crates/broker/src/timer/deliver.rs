@@ -28,9 +28,9 @@ pub fn redirect(broker: &BrokerInner, msg: &mut MessageToStore) -> Result<(), Pr
             ),
         ));
     }
-    let (_, created) = broker
+    let created = broker
         .topics
-        .create_system_topic(TIMER_TOPIC, 1, perm::READ_WRITE)
+        .ensure_system_topic(TIMER_TOPIC, 1, perm::READ_WRITE)
         .map_err(crate::error::system_error)?;
     if created {
         broker.register_now.notify_one();

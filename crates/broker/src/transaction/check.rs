@@ -133,7 +133,7 @@ fn look_at(
     let offset = half.queue_offset;
     let checked = state.checks.get(&offset).copied().unwrap_or(0);
     if checked >= broker.config().transaction_check_max {
-        broker.topics.create_system_topic(
+        broker.topics.ensure_system_topic(
             TRANS_CHECK_MAX_TIME_TOPIC,
             1,
             rocketpy_protocol::flag::perm::READ_WRITE,

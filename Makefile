@@ -159,10 +159,11 @@ bench-peers: install
 
 # RocketMQ 5.x clients: the official 5.x Python client through the broker's gRPC endpoint next
 # to rocketpy's 4.x client on the same broker, send and receive+ack, alternating rounds, and
-# Rust drivers of the gRPC protocol and of 4.x pulls (benches/src/bin/grpc_drive.rs,
-# pull_drive.rs) that keep the broker busy; about 6 minutes.
+# Rust drivers of the gRPC protocol, of 4.x pulls and of pops with batch acks over remoting
+# (benches/src/bin/grpc_drive.rs, pull_drive.rs, pop_drive.rs) that keep the broker busy;
+# about 7 minutes.
 bench-grpc: install compat-py5
-	cargo build --release --locked --quiet -p rocketpy-benches --bin grpc_drive --bin pull_drive
+	cargo build --release --locked --quiet -p rocketpy-benches --bin grpc_drive --bin pull_drive --bin pop_drive
 	$(BIN)/python -m benches.grpc
 
 # The push consumer on a 1 M x 100 B backlog, RocketMQ's defaults and 32 messages a call:

@@ -13,10 +13,12 @@
   receiving 32 at a time with ``--inflight``/8 receives in flight and acking each batch in one
   AckMessage (what the protocol allows), and rocketpy's PushConsumer, each reading a backlog
   (the stub the client's, as a group of its own) for ``--seconds``;
-- the Rust drivers (``benches/src/bin/grpc_drive.rs`` and ``pull_drive.rs``, built by
-  ``make bench-grpc``): the stub's receive+ack and empty call from Rust, and the 4.x pull of
-  the same backlog from Rust, whose few µs of CPU per call let the broker, not the client,
-  set the pace — the Python stub keeps the broker three quarters idle, so its figures are
+- the Rust drivers (``benches/src/bin/grpc_drive.rs``, ``pull_drive.rs`` and
+  ``pop_drive.rs``, built by ``make bench-grpc``): the stub's receive+ack and empty call from
+  Rust, the 4.x pull of a backlog from Rust, and POP_MESSAGE + BATCH_ACK_MESSAGE over
+  remoting from Rust (the broker's work of a receive+ack — checkpoint and batch-ack records in
+  the revive log — without gRPC or conversion, so pull → pop → gRPC shows which layer costs
+  what), whose few µs of CPU per call let the broker, not the client, set the pace — the Python stub keeps the broker three quarters idle, so its figures are
   mostly the cost of waking up for each call, and the broker's CPU per message under the
   Python PushConsumer moves with that consumer's pace.
 
@@ -53,6 +55,9 @@ DRIVE = os.environ.get(
 )
 PULL_DRIVE = os.environ.get(
     "ROCKETPY_PULL_DRIVE", str(Path(__file__).parents[2] / "target/release/pull_drive")
+)
+POP_DRIVE = os.environ.get(
+    "ROCKETPY_POP_DRIVE", str(Path(__file__).parents[2] / "target/release/pop_drive")
 )
 
 
@@ -110,6 +115,11 @@ def drive(mode: str, endpoint: str, **options: object) -> float:
 def pull_drive(broker: str, **options: object) -> float:
     """Runs the Rust 4.x pull driver; its rate in messages per second."""
     return run_driver([PULL_DRIVE, broker], options)
+
+
+def pop_drive(broker: str, **options: object) -> float:
+    """Runs the Rust pop + batch-ack driver (4.x remoting); its rate in messages per second."""
+    return run_driver([POP_DRIVE, broker], options)
 
 
 def run_driver(command: list[str], options: dict[str, object]) -> float:
@@ -194,7 +204,7 @@ class Measured:
         self.rates.setdefault(name, []).append(rate)
         per = cpu / messages * 1e6 if messages else float("nan")
         self.cpu_us.setdefault(name, []).append(per)
-        print(f"{name}: {rate:10,.0f} msg/s, broker CPU {per:6.1f} us/msg", flush=True)
+        print(f"{name}: {rate:10,.0f} msg/s, broker CPU {per:6.2f} us/msg", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
             ns, endpoint = broker.namesrv, broker.grpc
             with Admin(ns) as admin:
                 admin.create_topic("BenchGrpcSend", queues=4)
+                broker_name = admin.broker_config(broker.broker)["brokerName"]
             for r in range(args.rounds):
                 print(f"round {r + 1}", flush=True)
                 sends = [
@@ -232,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
                 ]  # fmt: skip
                 for name, fn in sends if r % 2 == 0 else sends[::-1]:
                     m.run(broker, name, args.seconds, fn)
-                topics = {5: f"BenchGrpcRecv5-{r}", 4: f"BenchGrpcRecv4-{r}"}
+                topics = {5: f"BenchGrpcRecv5-{r}", 4: f"BenchGrpcRecv4-{r}",
+                          "pop": f"BenchGrpcPop-{r}"}  # fmt: skip
                 with Admin(ns) as admin:
                     for t in topics.values():
                         admin.create_topic(t, queues=4)
@@ -267,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
                         broker.broker, topic=t, group=g, queues=4,
                         inflight=args.inflight // 4, seconds=args.seconds,
                         messages=args.backlog)),
+                    # Pops from a new group start at the first offset (initMode 0).
+                    ("pop+ack 4.x Rust pop driver", lambda t=topics["pop"], g=f"bench-grpc-pop-{r}": pop_drive(
+                        broker.broker, topic=t, group=g, **{"broker-name": broker_name},
+                        inflight=args.inflight // 4, seconds=args.seconds,
+                        messages=args.backlog)),
                 ]  # fmt: skip
                 for name, fn in recvs if r % 2 == 0 else recvs[::-1]:
                     m.run(broker, name, args.seconds, fn)
@@ -277,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nmedians of {args.rounds} rounds, {args.threads} threads, {args.size} B:")
     for k in rate:
         unit = "call" if k.startswith("empty call") else "msg"
-        print(f"  {k:24} {rate[k]:10,.0f} {unit}/s  broker CPU {cpu[k]:6.1f} us/{unit}")
+        print(f"  {k:28} {rate[k]:10,.0f} {unit}/s  broker CPU {cpu[k]:6.2f} us/{unit}")
     # Targets: a gRPC send at most 2 x a 4.x send's broker CPU, a receive+ack at most 3 x a
     # 4.x pull's (issue 44), as messages per broker CPU second relative to the 4.x path.
     for a, b, target in (("send 5.x (gRPC)", "send 4.x (remoting)", 0.5),
@@ -285,14 +302,17 @@ def main(argv: list[str] | None = None) -> int:
                          ("receive+ack 5.x (gRPC)", "consume 4.x (remoting)", 0.33),
                          ("receive+ack gRPC stub", "consume 4.x (remoting)", 0.33),
                          ("receive+ack Rust driver", "consume 4.x (remoting)", 0.33),
-                         ("receive+ack Rust driver", "consume 4.x Rust pull driver", 0.33)):  # fmt: skip
+                         ("receive+ack Rust driver", "consume 4.x Rust pull driver", 0.33),
+                         ("pop+ack 4.x Rust pop driver", "consume 4.x Rust pull driver", None),
+                         ("receive+ack Rust driver", "pop+ack 4.x Rust pop driver", None)):  # fmt: skip
+        goal = f" (target >= {target})" if target else ""
         print(f"{a} / {b}: rate {rate[a] / rate[b]:.2f}, broker messages per CPU second "
-              f"{cpu[b] / cpu[a]:.2f} (target >= {target})")  # fmt: skip
+              f"{cpu[b] / cpu[a]:.2f}{goal}")  # fmt: skip
     # Two calls per received batch of 32 (receive, ack) at the empty call's cost: what the
     # gRPC path costs per message before any message work, beside the whole 4.x path.
     for empty in ("empty call gRPC stub", "empty call Rust driver"):
         floor = 2 * cpu[empty] / 32
-        print(f"two calls of '{empty}' per 32 messages: {floor:.1f} us/msg of broker CPU; the "
-              f"whole 4.x consume path: {cpu['consume 4.x (remoting)']:.1f} us/msg "
-              f"({cpu['consume 4.x Rust pull driver']:.1f} pulled from Rust)")  # fmt: skip
+        print(f"two calls of '{empty}' per 32 messages: {floor:.2f} us/msg of broker CPU; the "
+              f"whole 4.x consume path: {cpu['consume 4.x (remoting)']:.2f} us/msg "
+              f"({cpu['consume 4.x Rust pull driver']:.2f} pulled from Rust)")  # fmt: skip
     return 0

@@ -19,10 +19,24 @@ const MAX_USER_PROPERTIES: usize = 128;
 /// Longest message group.
 const MAX_MESSAGE_GROUP: usize = 64;
 
-/// Property names the broker and clients reserve (`MessageConst.STRING_HASH_SET`): a user
-/// property may not use them, and on the way back they are not user properties. Sorted
-/// (byte order), for [`is_reserved`]'s binary search.
-pub const RESERVED: &[&str] = &[
+/// Declares [`RESERVED`] and [`is_reserved`] from one list, so they cannot disagree.
+macro_rules! reserved_names {
+    ($($name:literal,)*) => {
+        /// Property names the broker and clients reserve (`MessageConst.STRING_HASH_SET`): a
+        /// user property may not use them, and on the way back they are not user properties.
+        pub const RESERVED: &[&str] = &[$($name),*];
+
+        /// Whether `name` is a reserved property name. Every property of every received
+        /// message is checked: a `match` on string literals compiles to length tests and a
+        /// compare only for names of the same length (a binary search compared bytes at
+        /// each of its ~6 steps, 3 % of a receive).
+        pub fn is_reserved(name: &str) -> bool {
+            matches!(name, $($name)|*)
+        }
+    };
+}
+
+reserved_names! {
     "1ST_POP_TIME",
     "ARRIVE_TIME",
     "BORN_TIMESTAMP",
@@ -74,12 +88,6 @@ pub const RESERVED: &[&str] = &[
     "WAIT",
     "__BORNHOST",
     "__CRC32#",
-];
-
-/// Whether `name` is a reserved property name (every received message's properties are
-/// checked: a binary search, not a scan of the list).
-pub fn is_reserved(name: &str) -> bool {
-    RESERVED.binary_search(&name).is_ok()
 }
 
 /// The born host property a 5.x message carries.
@@ -325,8 +333,7 @@ mod tests {
     }
 
     #[test]
-    fn reserved_names_are_sorted_for_the_search() {
-        assert!(RESERVED.windows(2).all(|w| w[0] < w[1]));
+    fn reserved_names_are_recognised() {
         assert!(RESERVED.iter().all(|n| is_reserved(n)));
         assert!(!is_reserved("color") && !is_reserved("") && !is_reserved("TAG"));
     }

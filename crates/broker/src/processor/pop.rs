@@ -243,7 +243,7 @@ fn answer(broker: &BrokerInner, req: &RemotingCommand, pop: &PopRequest, p: Popp
     for r in &p.records {
         body.extend_from_slice(r);
     }
-    let mut resp = ok(req).with_header(&header).with_body(body.to_vec());
+    let mut resp = ok(req).with_header(&header).with_body(body.freeze());
     resp.remark = Some("FOUND".into());
     // The answer waits, under SYNC_FLUSH, for the checkpoints: a client never holds a
     // message whose checkpoint the broker could still lose.
@@ -295,13 +295,15 @@ fn pop_topic(
     let Some(cfg) = broker.topics.read_view(topic) else {
         return Ok(());
     };
-    let queues: Vec<i32> = if h.queue_id < 0 || is_retry {
-        let n = cfg.read_queue_nums.max(0);
-        (0..n).map(|i| (coin as i32 + i) % n.max(1)).collect()
-    } else {
-        vec![h.queue_id]
-    };
-    for q in queues {
+    // The queue asked for, or every queue from a random one on (no list: pops are frequent).
+    let asked = h.queue_id >= 0 && !is_retry;
+    let n = if asked { 1 } else { cfg.read_queue_nums.max(0) };
+    for i in 0..n {
+        let q = if asked {
+            h.queue_id
+        } else {
+            (coin as i32 + i) % n
+        };
         let want = h.max_msg_nums - out.records.len() as i32;
         if want <= 0 {
             break;

@@ -370,6 +370,17 @@ impl CommitLog {
         file.slice(pos, size as usize)
     }
 
+    /// The written bytes from `offset` to what its file holds so far, sharing the mapped
+    /// memory: records read one after another are slices of one span (see `get::Spans`).
+    pub fn read_span(&self, offset: i64) -> Option<Bytes> {
+        if offset < 0 || self.is_bad(offset) {
+            return None;
+        }
+        let file = self.files.find(offset as u64)?;
+        let pos = (offset as u64 - file.from_offset()) as usize;
+        file.slice(pos, file.wrote().checked_sub(pos)?)
+    }
+
     /// The record starting at `offset`, whatever its size.
     pub fn read_record(&self, offset: i64) -> Option<Bytes> {
         if self.is_bad(offset) {

@@ -148,6 +148,10 @@ impl QueueReader<'_> {
         let mut next_file_start: Option<i64> = None;
         let mut max_py_pulling = 0i64;
         let mut scanned = 0usize;
+        let mut spans = Spans {
+            log: self.commit_log,
+            span: None,
+        };
         while scanned < units.len() && scanned < max_scan {
             // The tags code and ext unit matter only to a filter.
             let (unit, ext) = match filter {
@@ -179,7 +183,7 @@ impl QueueReader<'_> {
                     continue;
                 }
             }
-            let read = self.commit_log.read(unit.commit_log_offset, unit.size);
+            let read = spans.read(unit.commit_log_offset, unit.size);
             result.commit_log_bytes_read += read.as_ref().map_or(0, |b| b.len());
             match read {
                 Some(bytes) if !is_unit_record(&bytes, queue_id, index) => {
@@ -251,6 +255,39 @@ impl QueueReader<'_> {
             )
         };
         r.total_bytes + size > bytes || count >= n
+    }
+}
+
+/// Records read one after another as slices of one span of their CommitLog file: a
+/// `Bytes` owner is an allocation, and a queue's records are mostly neighbours (a batch, or
+/// one producer's run), so a read of 32 messages makes one or a few owners instead of 32.
+/// A record keeps the same file mapped that its own owner would have.
+struct Spans<'a> {
+    log: &'a CommitLog,
+    /// The span's CommitLog offset and bytes (written bytes only: they never change).
+    span: Option<(i64, Bytes)>,
+}
+
+impl Spans<'_> {
+    /// The record at `offset` of `size` (as [`CommitLog::read`]).
+    fn read(&mut self, offset: i64, size: i32) -> Option<Bytes> {
+        let size = usize::try_from(size).ok().filter(|s| *s > 0)?;
+        if self.log.is_bad(offset) {
+            return None;
+        }
+        if let Some((start, span)) = &self.span {
+            let at = offset
+                .checked_sub(*start)
+                .and_then(|d| usize::try_from(d).ok());
+            if let Some(at) = at.filter(|at| at.checked_add(size).is_some_and(|e| e <= span.len()))
+            {
+                return Some(span.slice(at..at + size));
+            }
+        }
+        let span = self.log.read_span(offset).filter(|s| s.len() >= size)?;
+        let record = span.slice(..size);
+        self.span = Some((offset, span));
+        Some(record)
     }
 }
 

@@ -18,12 +18,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rocketpy_benches::driver::{self, Common};
 use rocketpy_protocol::body::batch_ack::{AckBits, BatchAck, BatchAckMessageRequestBody};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::header::{PopMessageRequestHeader, PopMessageResponseHeader};
 use rocketpy_protocol::message::record::decode_all;
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{ClientConfig, RemotingClient};
+use rocketpy_remoting::RemotingClient;
 
 /// Messages per pop: what a broker returns at most (and a 5.x push consumer asks for).
 const BATCH: i32 = 32;
@@ -33,49 +34,26 @@ const INVISIBLE_MS: i64 = 60_000;
 const NORMAL_TOPIC: &str = "0";
 
 struct Args {
-    addr: String,
-    topic: String,
-    group: String,
+    c: Common,
     broker_name: String,
-    inflight: usize,
-    seconds: f64,
-    messages: u64,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut it = std::env::args().skip(1);
-    let addr = it.next().ok_or(
+    let mut broker_name = String::new();
+    let c = driver::parse_common(
         "usage: pop_drive BROKER_HOST:PORT --topic T --group G --broker-name B [--option value]...",
+        |flag, value| {
+            let known = flag == "--broker-name";
+            if known {
+                broker_name = value.to_owned();
+            }
+            Ok(known)
+        },
     )?;
-    let mut a = Args {
-        addr,
-        topic: String::new(),
-        group: String::new(),
-        broker_name: String::new(),
-        inflight: 16,
-        seconds: 5.0,
-        messages: u64::MAX,
-    };
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
-        match flag.as_str() {
-            "--topic" => a.topic = value,
-            "--group" => a.group = value,
-            "--broker-name" => a.broker_name = value,
-            "--inflight" => a.inflight = value.parse().map_err(|e| bad(&e))?,
-            "--seconds" => a.seconds = value.parse().map_err(|e| bad(&e))?,
-            "--messages" => a.messages = value.parse().map_err(|e| bad(&e))?,
-            other => return Err(format!("unknown option {other}")),
-        }
+    if broker_name.is_empty() {
+        return Err("--broker-name is needed (the acks name the broker)".into());
     }
-    if a.topic.is_empty() || a.group.is_empty() || a.broker_name.is_empty() {
-        return Err("--topic, --group and --broker-name are needed".into());
-    }
-    if a.inflight == 0 {
-        return Err("--inflight must be at least 1".into());
-    }
-    Ok(a)
+    Ok(Args { c, broker_name })
 }
 
 /// The first offset of each queue a pop read: `startOffsetInfo`'s `<flag> <queue> <offset>`
@@ -100,11 +78,11 @@ async fn pop_loop(
     read: Arc<AtomicU64>,
 ) -> Result<(), String> {
     let fail = |e: &dyn std::fmt::Display| e.to_string();
-    while Instant::now() < until && read.load(Ordering::Relaxed) < a.messages {
+    while Instant::now() < until && read.load(Ordering::Relaxed) < a.c.messages {
         let req =
             RemotingCommand::request(request::POP_MESSAGE).with_header(&PopMessageRequestHeader {
-                consumer_group: a.group.clone(),
-                topic: a.topic.clone(),
+                consumer_group: a.c.group.clone(),
+                topic: a.c.topic.clone(),
                 queue_id: -1,
                 max_msg_nums: BATCH,
                 invisible_time: INVISIBLE_MS,
@@ -117,7 +95,7 @@ async fn pop_loop(
                 attempt_id: None,
             });
         let resp = client
-            .invoke(&a.addr, req, Duration::from_secs(5))
+            .invoke(&a.c.addr, req, Duration::from_secs(5))
             .await
             .map_err(|e| fail(&e))?;
         match resp.code {
@@ -142,8 +120,8 @@ async fn pop_loop(
                 .map(|r| (r.queue_offset - start) as usize)
                 .collect();
             let ack = BatchAck {
-                consumer_group: a.group.clone(),
-                topic: a.topic.clone(),
+                consumer_group: a.c.group.clone(),
+                topic: a.c.topic.clone(),
                 retry: NORMAL_TOPIC.into(),
                 start_offset: start,
                 queue_id,
@@ -167,7 +145,7 @@ async fn pop_loop(
         let json = serde_json::to_vec(&body).map_err(|e| fail(&e))?;
         let req = RemotingCommand::request(request::BATCH_ACK_MESSAGE).with_body(json);
         let resp = client
-            .invoke(&a.addr, req, Duration::from_secs(5))
+            .invoke(&a.c.addr, req, Duration::from_secs(5))
             .await
             .map_err(|e| fail(&e))?;
         if resp.code != response::SUCCESS {
@@ -183,27 +161,12 @@ async fn pop_loop(
 }
 
 async fn run(a: Args) -> Result<(u64, f64), String> {
-    let client = RemotingClient::new(
-        ClientConfig::default(),
-        None,
-        tokio::runtime::Handle::current(),
-    );
+    let client = driver::remoting_client();
     let a = Arc::new(a);
-    let read = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let until = started + Duration::from_secs_f64(a.seconds);
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..a.inflight {
-        let (c, a, read) = (client.clone(), a.clone(), read.clone());
-        tasks.spawn(async move { pop_loop(c, a, until, read).await });
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.map_err(|e| e.to_string())??;
-    }
-    Ok((
-        read.load(Ordering::Relaxed),
-        started.elapsed().as_secs_f64(),
-    ))
+    driver::run_loops(&a.c, |_, until, read| {
+        pop_loop(client.clone(), a.clone(), until, read)
+    })
+    .await
 }
 
 fn main() {

@@ -18,60 +18,37 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rocketpy_benches::driver::{self, Common};
 use rocketpy_protocol::code::{request, response};
 use rocketpy_protocol::flag::pull as pull_flag;
 use rocketpy_protocol::header::{PullMessageRequestHeader, PullMessageResponseHeader};
 use rocketpy_protocol::message::record::decode_all;
 use rocketpy_protocol::RemotingCommand;
-use rocketpy_remoting::{ClientConfig, RemotingClient};
+use rocketpy_remoting::RemotingClient;
 
 /// Offsets per pull: what a broker returns at most.
 const WINDOW: i64 = 32;
 
 struct Args {
-    addr: String,
-    topic: String,
-    group: String,
+    c: Common,
     queues: i32,
-    inflight: usize,
-    seconds: f64,
-    messages: u64,
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut it = std::env::args().skip(1);
-    let addr = it
-        .next()
-        .ok_or("usage: pull_drive BROKER_HOST:PORT --topic T --group G [--option value]...")?;
-    let mut a = Args {
-        addr,
-        topic: String::new(),
-        group: String::new(),
-        queues: 4,
-        inflight: 16,
-        seconds: 5.0,
-        messages: u64::MAX,
-    };
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let bad = |e: &dyn std::fmt::Display| format!("{flag} {value}: {e}");
-        match flag.as_str() {
-            "--topic" => a.topic = value,
-            "--group" => a.group = value,
-            "--queues" => a.queues = value.parse().map_err(|e| bad(&e))?,
-            "--inflight" => a.inflight = value.parse().map_err(|e| bad(&e))?,
-            "--seconds" => a.seconds = value.parse().map_err(|e| bad(&e))?,
-            "--messages" => a.messages = value.parse().map_err(|e| bad(&e))?,
-            other => return Err(format!("unknown option {other}")),
-        }
-    }
-    if a.topic.is_empty() || a.group.is_empty() {
-        return Err("--topic and --group are needed".into());
-    }
-    if a.queues < 1 || a.inflight < a.queues as usize {
+    let mut queues = 4;
+    let c = driver::parse_common(
+        "usage: pull_drive BROKER_HOST:PORT --topic T --group G [--option value]...",
+        |flag, value| match flag {
+            "--queues" => driver::number(flag, value)
+                .map(|n| queues = n)
+                .map(|_| true),
+            _ => Ok(false),
+        },
+    )?;
+    if queues < 1 || c.inflight < queues as usize {
         return Err("--queues must be at least 1 and --inflight at least --queues".into());
     }
-    Ok(a)
+    Ok(Args { c, queues })
 }
 
 /// One loop: pulls every `stride`-th window of queue `queue_id` from window `first` on,
@@ -84,12 +61,12 @@ async fn pull_loop(
     read: Arc<AtomicU64>,
 ) -> Result<(), String> {
     let mut window = first;
-    while Instant::now() < until && read.load(Ordering::Relaxed) < a.messages {
+    while Instant::now() < until && read.load(Ordering::Relaxed) < a.c.messages {
         let at = window * WINDOW;
         let req = RemotingCommand::request(request::PULL_MESSAGE).with_header(
             &PullMessageRequestHeader {
-                consumer_group: a.group.clone(),
-                topic: a.topic.clone(),
+                consumer_group: a.c.group.clone(),
+                topic: a.c.topic.clone(),
                 queue_id,
                 queue_offset: at,
                 max_msg_nums: WINDOW as i32,
@@ -103,7 +80,7 @@ async fn pull_loop(
             },
         );
         let resp = client
-            .invoke(&a.addr, req, Duration::from_secs(5))
+            .invoke(&a.c.addr, req, Duration::from_secs(5))
             .await
             .map_err(|e| e.to_string())?;
         match resp.code {
@@ -123,7 +100,7 @@ async fn pull_loop(
                     .map_or(at, |h| h.next_begin_offset);
                 return Err(format!(
                     "pull of {}:{queue_id} at {at} answered {code} (next {next}): {}",
-                    a.topic,
+                    a.c.topic,
                     resp.remark.unwrap_or_default()
                 ));
             }
@@ -133,32 +110,17 @@ async fn pull_loop(
 }
 
 async fn run(a: Args) -> Result<(u64, f64), String> {
-    let client = RemotingClient::new(
-        ClientConfig::default(),
-        None,
-        tokio::runtime::Handle::current(),
-    );
+    let client = driver::remoting_client();
     let a = Arc::new(a);
-    let read = Arc::new(AtomicU64::new(0));
-    let started = Instant::now();
-    let until = started + Duration::from_secs_f64(a.seconds);
-    let mut tasks = tokio::task::JoinSet::new();
-    let queues = a.queues as usize;
-    for i in 0..a.inflight {
+    let (inflight, queues) = (a.c.inflight, a.queues as usize);
+    driver::run_loops(&a.c, |i, until, read| {
         // Loop i reads queue i % queues; the queue's k loops take every k-th window.
         let queue = i % queues;
-        let k = (a.inflight - queue).div_ceil(queues) as i64;
+        let k = (inflight - queue).div_ceil(queues) as i64;
         let spread = (queue as i32, (i / queues) as i64, k);
-        let (c, a, read) = (client.clone(), a.clone(), read.clone());
-        tasks.spawn(async move { pull_loop(c, a, spread, until, read).await });
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.map_err(|e| e.to_string())??;
-    }
-    Ok((
-        read.load(Ordering::Relaxed),
-        started.elapsed().as_secs_f64(),
-    ))
+        pull_loop(client.clone(), a.clone(), spread, until, read)
+    })
+    .await
 }
 
 fn main() {

@@ -266,7 +266,6 @@ async fn run(a: Args) -> Result<(u64, f64), Box<dyn std::error::Error>> {
     Ok((count, started.elapsed().as_secs_f64()))
 }
 
-/// This process's CPU time (user + system), from `/proc/self/stat`.
 fn main() {
     rocketpy_benches::driver::main("grpc_drive", parse_args, run);
 }

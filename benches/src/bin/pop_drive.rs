@@ -43,11 +43,11 @@ fn parse_args() -> Result<Args, String> {
     let c = driver::parse_common(
         "usage: pop_drive BROKER_HOST:PORT --topic T --group G --broker-name B [--option value]...",
         |flag, value| {
-            let known = flag == "--broker-name";
-            if known {
-                broker_name = value.to_owned();
+            if flag != "--broker-name" {
+                return Ok(false);
             }
-            Ok(known)
+            broker_name = value.to_owned();
+            Ok(true)
         },
     )?;
     if broker_name.is_empty() {

@@ -38,11 +38,12 @@ fn parse_args() -> Result<Args, String> {
     let mut queues = 4;
     let c = driver::parse_common(
         "usage: pull_drive BROKER_HOST:PORT --topic T --group G [--option value]...",
-        |flag, value| match flag {
-            "--queues" => driver::number(flag, value)
-                .map(|n| queues = n)
-                .map(|_| true),
-            _ => Ok(false),
+        |flag, value| {
+            if flag != "--queues" {
+                return Ok(false);
+            }
+            queues = driver::number(flag, value)?;
+            Ok(true)
         },
     )?;
     if queues < 1 || c.inflight < queues as usize {

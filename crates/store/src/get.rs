@@ -258,10 +258,11 @@ impl QueueReader<'_> {
     }
 }
 
-/// Records read one after another as slices of one span of their CommitLog file: a
-/// `Bytes` owner is an allocation, and a queue's records are mostly neighbours (a batch, or
-/// one producer's run), so a read of 32 messages makes one or a few owners instead of 32.
-/// A record keeps the same file mapped that its own owner would have.
+/// Records read one after another as slices of one span of their CommitLog file — from
+/// the first record read there to what the file held then: a `Bytes` owner is an
+/// allocation, and a read's records mostly sit in one file, so a read of 32 messages makes
+/// one owner (or one per file) instead of 32. A record keeps the same file mapped that its
+/// own owner would have.
 struct Spans<'a> {
     log: &'a CommitLog,
     /// The span's CommitLog offset and bytes (written bytes only: they never change).
@@ -272,18 +273,15 @@ impl Spans<'_> {
     /// The record at `offset` of `size` (as [`CommitLog::read`]).
     fn read(&mut self, offset: i64, size: i32) -> Option<Bytes> {
         let size = usize::try_from(size).ok().filter(|s| *s > 0)?;
-        if self.log.is_bad(offset) {
-            return None;
-        }
         if let Some((start, span)) = &self.span {
             let at = offset
                 .checked_sub(*start)
                 .and_then(|d| usize::try_from(d).ok());
-            if let Some(at) = at.filter(|at| at.checked_add(size).is_some_and(|e| e <= span.len()))
-            {
-                return Some(span.slice(at..at + size));
+            if let Some(at) = at.filter(|at| span.len().saturating_sub(*at) >= size) {
+                return (!self.log.is_bad(offset)).then(|| span.slice(at..at + size));
             }
         }
+        // Not in the span (or none yet): a new one from here (`read_span` checks damage).
         let span = self.log.read_span(offset).filter(|s| s.len() >= size)?;
         let record = span.slice(..size);
         self.span = Some((offset, span));
